@@ -1,0 +1,265 @@
+"""The per-call reducer: every transition of the protocol, in two tables.
+
+Theory of operation
+-------------------
+A stream carries many calls, each named by ``id``. Each call is an independent little
+state machine; nothing one call receives can change another. Its life is::
+
+    (no call) --start--> pending --delta*--> pending --ready--> running --result--> done
+                            |                   |  (invalid JSON)   |
+                            +------error--------+------------------>+--error--> error
+
+``TRANSITIONS`` below is the whole story: for each state a call can be in (``None`` is
+"no call with that id yet") and each event type, it names either the *action* to take or
+the *reason* the event is ignored. Ignored events are not errors: a stream that repeats
+or reorders events is normal on real networks, so we report them (a hook and a DEBUG log
+line in the machine) and carry on.
+
+The stream itself has a second, tiny state machine (``STREAM``): it is ``open`` until an
+``end`` event arrives, then ``ended``. Once ended, the model can say nothing more
+(``start``, ``delta`` and ``ready`` are ignored with reason ``turn_ended``) but tool
+outcomes (``result``, ``error``) still apply, because they come from the tool runner,
+not from the model. The ``end`` event is then broadcast to every call through the
+``end`` column of ``TRANSITIONS``: a call still ``pending`` is abandoned (its arguments
+never completed), every other call keeps its state.
+
+The reducer is sans-IO and deterministic: no I/O, no clock, no callbacks, no logging. It
+sees one call's record and one event and touches nothing else. To keep accumulation linear
+in the bytes received it appends fragments to a list in the record (joined once, at
+``ready``) instead of rebuilding a string; every other action also updates the record in
+place and :func:`reduce` returns the record. :class:`~toolcall_tracker.ToolCallStateMachine`
+applies it per id; the async tracker only adds waiting on top.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Final
+
+from ._json import _ArgumentsError, parse_json
+from .errors import IncompleteArguments
+from .events import Status, ToolCall
+
+__all__ = ["TRANSITIONS", "STREAM", "Action", "IgnoreReason", "StreamAction", "reduce"]
+
+
+class IgnoreReason(str, Enum):
+    """Why an event was ignored: a small fixed vocabulary, compared as strings."""
+
+    UNKNOWN_ID = "unknown_id"
+    """No ``start`` with that id has arrived."""
+    DUPLICATE_START = "duplicate_start"
+    """A ``start`` for an id that already exists."""
+    NOT_PENDING = "not_pending"
+    """A ``delta`` or ``ready`` after the arguments were complete."""
+    NOT_RUNNING = "not_running"
+    """A ``result`` before the arguments were complete."""
+    ALREADY_FINISHED = "already_finished"
+    """Any event for a call that is ``done`` or ``error``."""
+    UNKNOWN_TYPE = "unknown_type"
+    """A mapping whose ``type`` this library does not know (forward compatibility)."""
+    TURN_ENDED = "turn_ended"
+    """A ``start``, ``delta``, ``ready`` or second ``end`` after the turn ended."""
+    INVALID_EVENT = "invalid_event"
+    """A malformed event skipped by a tracker created with ``skip_invalid=True``."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Action(Enum):
+    """What an event does to a call (see ``TRANSITIONS``)."""
+
+    CREATE = "create a pending call with empty argument text"
+    APPEND = "append the fragment to the argument text"
+    PARSE = "parse the argument text: running with args, or error if it is not JSON"
+    FINISH = "done, with the result"
+    FAIL = "error, with the error"
+    ABANDON = "error: the turn ended before the arguments were complete"
+    KEEP = "nothing changes (the broadcast end does not concern this call)"
+
+
+class StreamAction(Enum):
+    """What an event does at the stream level (see ``STREAM``)."""
+
+    PER_CALL = "route to the call named by the event's id"
+    END_TURN = "end the turn, then broadcast end to every call"
+
+
+_KINDS: Final = ("start", "delta", "ready", "result", "error", "end")
+
+
+def _row(*cells: Any) -> dict[str, Any]:
+    return dict(zip(_KINDS, cells, strict=True))
+
+
+# Short names, so the tables below read like the README's.
+CREATE, APPEND, PARSE, FINISH = Action.CREATE, Action.APPEND, Action.PARSE, Action.FINISH
+FAIL, ABANDON, KEEP = Action.FAIL, Action.ABANDON, Action.KEEP
+UNKNOWN_ID, DUP_START = IgnoreReason.UNKNOWN_ID, IgnoreReason.DUPLICATE_START
+NOT_PENDING, NOT_RUNNING = IgnoreReason.NOT_PENDING, IgnoreReason.NOT_RUNNING
+FINISHED, TURN_ENDED = IgnoreReason.ALREADY_FINISHED, IgnoreReason.TURN_ENDED
+PER_CALL, END_TURN = StreamAction.PER_CALL, StreamAction.END_TURN
+PENDING, RUNNING, DONE, ERROR = Status.PENDING, Status.RUNNING, Status.DONE, Status.ERROR
+
+TRANSITIONS: Final[dict[Status | None, dict[str, Action | IgnoreReason]]] = {
+    #              start       delta         ready         result        error       end
+    None:    _row(CREATE,     UNKNOWN_ID,   UNKNOWN_ID,   UNKNOWN_ID,   UNKNOWN_ID, KEEP),
+    PENDING: _row(DUP_START,  APPEND,       PARSE,        NOT_RUNNING,  FAIL,       ABANDON),
+    RUNNING: _row(DUP_START,  NOT_PENDING,  NOT_PENDING,  FINISH,       FAIL,       KEEP),
+    DONE:    _row(DUP_START,  FINISHED,     FINISHED,     FINISHED,     FINISHED,   KEEP),
+    ERROR:   _row(DUP_START,  FINISHED,     FINISHED,     FINISHED,     FINISHED,   KEEP),
+}  # fmt: skip
+"""Per call: ``TRANSITIONS[status or None][event type]`` is an action or an ignore reason."""
+
+STREAM: Final[dict[str, dict[str, StreamAction | IgnoreReason]]] = {
+    #              start       delta         ready         result        error       end
+    "open":  _row(PER_CALL,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
+    "ended": _row(TURN_ENDED, TURN_ENDED,   TURN_ENDED,   PER_CALL,     PER_CALL,   TURN_ENDED),
+}  # fmt: skip
+"""Per stream: ``STREAM[phase][event type]``; the phase is ``open`` until ``end``."""
+
+
+class _CallRecord:
+    """The mutable record of one call. ``parts`` holds fragments until ``ready``."""
+
+    __slots__ = (
+        "args",
+        "error",
+        "id",
+        "name",
+        "parts",
+        "result",
+        "snapshot",
+        "status",
+        "text",
+        "timeline",
+    )
+
+    def __init__(self, call_id: str, name: str) -> None:
+        self.id = call_id
+        self.name = name
+        self.status = PENDING
+        self.parts: list[str] = []
+        self.text: str | None = None
+        self.args: Any = None
+        self.result: Any = None
+        self.error: Any = None
+        self.snapshot: ToolCall | None = None
+        self.timeline: Any = None  # owned by the async tracker; the reducer never reads it
+
+    def args_text(self) -> str:
+        if self.text is not None:
+            return self.text
+        parts = self.parts
+        if len(parts) > 1:  # join once and keep the join: repeated reads stay linear
+            parts[:] = ["".join(parts)]
+        return parts[0] if parts else ""
+
+    def to_call(self) -> ToolCall:
+        """The immutable snapshot (cached until the record changes)."""
+        snap = self.snapshot
+        if snap is None:
+            snap = self.snapshot = ToolCall.model_construct(
+                id=self.id,
+                name=self.name,
+                args_text=self.args_text(),
+                args=self.args,
+                status=self.status,
+                result=self.result,
+                error=self.error,
+            )
+        return snap
+
+
+def _create(record: _CallRecord | None, call_id: str, payload: Any) -> _CallRecord:
+    return _CallRecord(call_id, payload)
+
+
+def _append(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
+    record.parts.append(payload)
+    record.snapshot = None
+    return record
+
+
+def _parse(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
+    text = record.text = record.args_text()
+    record.parts = []
+    try:
+        record.args = parse_json(text)
+    except _ArgumentsError as exc:
+        record.status = ERROR
+        record.error = exc.value
+    else:
+        record.status = RUNNING
+    record.snapshot = None
+    return record
+
+
+def _finish(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
+    record.status = DONE
+    record.result = payload
+    record.snapshot = None
+    return record
+
+
+def _fail(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
+    if record.status is PENDING:
+        record.text = record.args_text()
+        record.parts = []
+    record.status = ERROR
+    record.error = payload
+    record.snapshot = None
+    return record
+
+
+def _abandon(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
+    reason = payload
+    why = f" ({reason})" if reason else ""
+    return _fail(
+        record,
+        call_id,
+        IncompleteArguments(
+            message=f"the turn ended{why} before the arguments of call {call_id!r} "
+            f"({record.name}) were complete",
+            reason=reason,
+        ),
+    )
+
+
+def _keep(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
+    return record
+
+
+_DO: Final = {
+    CREATE: _create,
+    APPEND: _append,
+    PARSE: _parse,
+    FINISH: _finish,
+    FAIL: _fail,
+    ABANDON: _abandon,
+    KEEP: _keep,
+}
+
+# The table with each action resolved to its function, so a step is two dict look-ups.
+_STEPS: Final[dict[Status | None, dict[str, Any]]] = {
+    state: {kind: _DO[step] if isinstance(step, Action) else step for kind, step in row.items()}
+    for state, row in TRANSITIONS.items()
+}
+
+
+def reduce(
+    record: _CallRecord | None, kind: str, call_id: str, payload: Any
+) -> _CallRecord | IgnoreReason:
+    """Apply one event (``kind``, ``call_id``, ``payload``) to one call's record.
+
+    ``payload`` is the event's one field: ``name`` for start, the fragment for delta,
+    ``result``/``error`` for those, the end's ``reason`` for the end broadcast, ``None`` for
+    ready. Returns the record as it now is (a new one for ``start``), or the reason the event
+    is ignored, in which case nothing changed.
+    """
+    step = _STEPS[None if record is None else record.status][kind]
+    if type(step) is IgnoreReason:
+        return step
+    result: _CallRecord = step(record, call_id, payload)
+    return result

@@ -1,0 +1,349 @@
+"""The async tracker: the synchronous machine plus waiting, on anyio (asyncio and trio).
+
+The tracker adds no transition of its own. It keeps one lazily created ``anyio.Event`` per
+id that somebody waits for, and one for the stream (new ready calls, the end, closing);
+after each status change it sets the matching event and forgets it, and every waiter
+re-checks the state in a loop. So a waiter can never miss a change, and a wake-up that
+changes nothing costs one extra check.
+
+Every blocking point has a way out:
+
+- ``wait_ready`` / ``wait_done``: the call reaches the awaited state, or fails
+  (:class:`ToolCallFailed`), or the turn ends without the id ever starting
+  (:class:`UnknownToolCall`), or the tracker closes (:class:`TrackerClosed`). Wrap them in
+  ``anyio.fail_after`` / ``move_on_after`` for a deadline; cancellation is always honoured.
+- ``ready_calls()``: ends once the turn has ended (or the tracker closed) and every ready
+  call was yielded.
+- ``consume``: returns when the source is exhausted; if the source raises or the task is
+  cancelled, the turn ends not ok first (pending calls fail, waiters wake) and the
+  exception propagates.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterable
+from dataclasses import dataclass, replace
+from types import TracebackType
+
+import anyio
+import anyio.lowlevel
+
+from .errors import (
+    InvalidArguments,
+    InvalidEvent,
+    ToolCallFailed,
+    TrackerClosed,
+    UnknownToolCall,
+)
+from .events import End, EventInput, Status, ToolCall
+from .machine import IgnoredHook, ToolCallStateMachine
+from .reducer import IgnoreReason, _CallRecord
+
+__all__ = ["CallTimeline", "ToolCallTracker"]
+
+_PENDING, _RUNNING, _DONE, _ERROR = Status.PENDING, Status.RUNNING, Status.DONE, Status.ERROR
+
+
+@dataclass(slots=True)
+class CallTimeline:
+    """When things happened to one call, in seconds of ``time.monotonic()``.
+
+    ``started``: its ``start`` was applied. ``ready``: its arguments completed (it became
+    ``running``, or failed to parse). ``tool_started`` / ``tool_finished``: set by a tool
+    runner around the tool itself (``None`` if no runner recorded them). ``finished``: it
+    became ``done`` or ``error``. A field is ``None`` until that moment comes.
+    """
+
+    started: float | None = None
+    ready: float | None = None
+    tool_started: float | None = None
+    tool_finished: float | None = None
+    finished: float | None = None
+
+
+class ToolCallTracker(ToolCallStateMachine):
+    """Tracks the calls of one model turn and lets tool code wait for them.
+
+    Use one tracker per model turn::
+
+        async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
+            tg.start_soon(tracker.consume, model_events)
+            async for call in tracker.ready_calls():
+                tg.start_soon(run_tool, tracker, call)
+
+    ``apply``, ``get`` and ``list`` are synchronous and must be called on the event loop's
+    thread; from a worker thread use ``anyio.from_thread.run_sync(tracker.apply, event)``.
+
+    Args:
+        on_ignored: called as ``on_ignored(event, reason)`` for every ignored event.
+        skip_invalid: if true, ``consume`` reports a malformed event from its source to
+            ``on_ignored`` with reason ``invalid_event`` (and the log) and goes on, instead
+            of ending the turn and raising :class:`InvalidEvent`.
+    """
+
+    def __init__(
+        self, *, on_ignored: IgnoredHook | None = None, skip_invalid: bool = False
+    ) -> None:
+        super().__init__(on_ignored=on_ignored)
+        self._skip_invalid = skip_invalid
+        self._closed = False
+        self._ready: list[ToolCall] = []
+        self._call_events: dict[str, anyio.Event] = {}
+        self._stream_event: anyio.Event | None = None
+
+    # -- feeding ----------------------------------------------------------------------
+
+    def apply(self, event: EventInput) -> None:
+        """Apply one event, as :meth:`ToolCallStateMachine.apply`, and wake waiters.
+
+        Raises:
+            InvalidEvent: the event is malformed; nothing changed.
+            TrackerClosed: the tracker was closed.
+        """
+        if self._closed:
+            raise TrackerClosed(
+                "this tracker is closed and accepts no more events; use a new tracker "
+                "for the next turn"
+            )
+        super().apply(event)
+
+    async def consume(self, source: AsyncIterable[EventInput]) -> None:
+        """Apply every event of ``source`` (an async iterable of models or mappings).
+
+        Returns when the source is exhausted; that ends the turn normally (``End(ok=True,
+        reason="source exhausted")``) unless the source sent its own ``end``. After each
+        event that makes a call ready, it yields to the event loop once, so tasks waiting
+        for that call start while the stream goes on.
+
+        If the source raises, a malformed event arrives (without ``skip_invalid``) or the
+        task is cancelled, the turn ends not ok (pending calls fail, every waiter wakes)
+        and the exception propagates.
+
+        Raises:
+            InvalidEvent: the source produced a malformed event.
+            TrackerClosed: the tracker was closed.
+        """
+        if self._closed:
+            raise TrackerClosed("cannot consume: the tracker is closed")
+        ready = self._ready
+        try:
+            async for event in source:
+                seen = len(ready)
+                try:
+                    self.apply(event)
+                except InvalidEvent:
+                    if not self._skip_invalid:
+                        raise
+                    self._ignore(event, IgnoreReason.INVALID_EVENT)
+                    continue
+                if len(ready) != seen:
+                    await anyio.lowlevel.checkpoint()
+        except BaseException as exc:
+            if self._end is None and not self._closed:
+                self._end_turn(End(ok=False, reason=_why(exc)))
+            raise
+        if self._end is None and not self._closed:
+            self._end_turn(End(ok=True, reason="source exhausted"))
+
+    # -- waiting ----------------------------------------------------------------------
+
+    async def wait_ready(self, call_id: str) -> ToolCall:
+        """Wait until call ``call_id`` has parsed arguments (``running`` or later).
+
+        The call need not have started yet.
+
+        Raises:
+            ToolCallFailed: the call ended in ``error`` before its arguments parsed
+                (or, if you wait after that, at any time).
+            UnknownToolCall: the turn ended and no call ``call_id`` ever started.
+            TrackerClosed: the tracker closed first.
+        """
+        while True:
+            record = self._calls.get(call_id)
+            if record is not None:
+                status = record.status
+                if status is _RUNNING or status is _DONE:
+                    return record.to_call()
+                if status is _ERROR:
+                    raise ToolCallFailed(record.to_call())
+            self._check_waitable(call_id, record)
+            await self._call_event(call_id).wait()
+
+    async def wait_done(self, call_id: str) -> ToolCall:
+        """Wait until call ``call_id`` is ``done`` and return its snapshot.
+
+        Raises:
+            ToolCallFailed: the call ended in ``error``.
+            UnknownToolCall: the turn ended and no call ``call_id`` ever started.
+            TrackerClosed: the tracker closed first.
+        """
+        while True:
+            record = self._calls.get(call_id)
+            if record is not None:
+                if record.status is _DONE:
+                    return record.to_call()
+                if record.status is _ERROR:
+                    raise ToolCallFailed(record.to_call())
+            self._check_waitable(call_id, record)
+            await self._call_event(call_id).wait()
+
+    async def wait_end(self) -> End:
+        """Wait until the turn has ended and return its ``End`` (check ``.ok``).
+
+        Returns at once if it already ended. Closing the tracker ends the turn.
+        """
+        while self._end is None:
+            await self._stream_wakeup().wait()
+        return self._end
+
+    def ready_calls(self) -> _ReadyCalls:
+        """Iterate over calls as they become ready: ``async for call in ...``.
+
+        Yields every call once, in the order the calls became ``running``, as a snapshot
+        taken at that moment, including calls that became ready before the iteration
+        began. Ends once the turn has ended and every ready call was yielded. Each
+        iterator is independent and sees every call.
+        """
+        return _ReadyCalls(self)
+
+    def timeline(self, call_id: str) -> CallTimeline | None:
+        """A copy of call ``call_id``'s :class:`CallTimeline`, or ``None`` if unknown."""
+        record = self._calls.get(call_id)
+        return None if record is None else replace(record.timeline)
+
+    def mark_tool_started(self, call_id: str) -> None:
+        """Record, for the timeline, that the tool of call ``call_id`` starts now.
+
+        Tool runners call this (and :meth:`mark_tool_finished`); unknown ids are ignored.
+        """
+        record = self._calls.get(call_id)
+        if record is not None:
+            record.timeline.tool_started = time.monotonic()
+
+    def mark_tool_finished(self, call_id: str) -> None:
+        """Record, for the timeline, that the tool of call ``call_id`` finished now."""
+        record = self._calls.get(call_id)
+        if record is not None:
+            record.timeline.tool_finished = time.monotonic()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`aclose` was called."""
+        return self._closed
+
+    # -- closing ----------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the tracker: end the turn (not ok) if it is open and release waiters.
+
+        Afterwards every waiter that was not satisfied raises (:class:`TrackerClosed`, or
+        :class:`ToolCallFailed` for calls whose arguments never completed), ``ready_calls``
+        iterators finish, and ``apply`` raises :class:`TrackerClosed`. ``get`` and
+        ``list`` still work. Closing twice is harmless.
+        """
+        if self._closed:
+            return
+        if self._end is None:
+            self._end_turn(End(ok=False, reason="tracker closed"))
+        self._closed = True
+        self._wake_all()
+
+    async def __aenter__(self) -> ToolCallTracker:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- internals --------------------------------------------------------------------
+
+    def _check_waitable(self, call_id: str, record: _CallRecord | None) -> None:
+        if self._closed:
+            raise TrackerClosed(f"the tracker closed while waiting for call {call_id!r}")
+        if record is None and self._end is not None:
+            raise UnknownToolCall(
+                call_id, f"the turn ended ({self._end.reason or 'end'}) without it"
+            )
+
+    def _call_event(self, call_id: str) -> anyio.Event:
+        event = self._call_events.get(call_id)
+        if event is None:
+            event = self._call_events[call_id] = anyio.Event()
+        return event
+
+    def _stream_wakeup(self) -> anyio.Event:
+        if self._stream_event is None:
+            self._stream_event = anyio.Event()
+        return self._stream_event
+
+    def _changed(self, record: _CallRecord) -> None:
+        status = record.status
+        now = time.monotonic()
+        if status is _PENDING:
+            record.timeline = CallTimeline(started=now)
+        elif status is _RUNNING:
+            record.timeline.ready = now
+            self._ready.append(record.to_call())
+            self._wake_stream()
+        else:
+            timeline = record.timeline
+            if timeline.ready is None and isinstance(record.error, InvalidArguments):
+                timeline.ready = now  # the arguments completed but did not parse
+            timeline.finished = now
+        if self._call_events:
+            event = self._call_events.pop(record.id, None)
+            if event is not None:
+                event.set()
+
+    def _turn_ended(self) -> None:
+        self._wake_all()
+
+    def _wake_stream(self) -> None:
+        event = self._stream_event
+        if event is not None:
+            self._stream_event = None
+            event.set()
+
+    def _wake_all(self) -> None:
+        events, self._call_events = self._call_events, {}
+        for event in events.values():
+            event.set()
+        self._wake_stream()
+
+
+class _ReadyCalls:
+    """The async iterator returned by :meth:`ToolCallTracker.ready_calls`."""
+
+    __slots__ = ("_index", "_tracker")
+
+    def __init__(self, tracker: ToolCallTracker) -> None:
+        self._tracker = tracker
+        self._index = 0
+
+    def __aiter__(self) -> _ReadyCalls:
+        return self
+
+    async def __anext__(self) -> ToolCall:
+        tracker = self._tracker
+        while True:
+            ready = tracker._ready
+            if self._index < len(ready):
+                call = ready[self._index]
+                self._index += 1
+                return call
+            if tracker._end is not None or tracker._closed:
+                raise StopAsyncIteration
+            await tracker._stream_wakeup().wait()
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return "cancelled"
+    if isinstance(exc, InvalidEvent):
+        return f"invalid event: {exc}"
+    return f"source raised {type(exc).__name__}: {exc}"
