@@ -21,10 +21,12 @@ Every blocking point has a way out:
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import AsyncIterable
 from dataclasses import dataclass, replace
 from types import TracebackType
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -37,7 +39,7 @@ from .errors import (
     UnknownToolCall,
 )
 from .events import End, EventInput, Status, ToolCall
-from .machine import IgnoredHook, ToolCallStateMachine
+from .machine import IgnoredHook, ToolCallStateMachine, logger
 from .reducer import IgnoreReason, _CallRecord
 
 __all__ = ["CallTimeline", "ToolCallTracker"]
@@ -142,6 +144,7 @@ class ToolCallTracker(ToolCallStateMachine):
         except BaseException as exc:
             if self._end is None and not self._closed:
                 self._end_turn(End(ok=False, reason=_why(exc)))
+            await _close_source(source)
             raise
         if self._end is None and not self._closed:
             self._end_turn(End(ok=True, reason="source exhausted"))
@@ -339,6 +342,28 @@ class _ReadyCalls:
             if tracker._end is not None or tracker._closed:
                 raise StopAsyncIteration
             await tracker._stream_wakeup().wait()
+
+
+async def _close_source(source: object) -> None:
+    """Close a source we stopped reading early (an async generator, an SDK stream).
+
+    Uses its ``aclose()`` (or a ``close()``, awaited if it returns an awaitable). Runs
+    shielded from cancellation but bounded, so a stubborn source cannot hang us; a failure
+    to close is logged, since the exception that stopped us matters more.
+    """
+    closer: Any = getattr(source, "aclose", None) or getattr(source, "close", None)
+    if closer is None:
+        return
+    with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+        try:
+            result = closer()
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            logger.debug("closing the event source failed", exc_info=True)
+
+
+_CLOSE_TIMEOUT = 5.0
 
 
 def _why(exc: BaseException) -> str:
