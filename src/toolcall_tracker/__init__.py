@@ -10,10 +10,12 @@ The public surface, re-exported here:
 - the async :class:`ToolCallTracker`;
 - exceptions (:class:`InvalidEvent`, :class:`ToolCallFailed`, :class:`UnknownToolCall`,
   :class:`TrackerClosed`) and the error values stored in calls (:class:`CallFailure`,
-  :class:`InvalidArguments`, :class:`IncompleteArguments`).
+  :class:`InvalidArguments`, :class:`IncompleteArguments`, :class:`ArgumentsTooLarge`);
+- :class:`Limits` for hostile input, with :data:`DEFAULT_LIMITS`.
 """
 
 from .errors import (
+    ArgumentsTooLarge,
     CallFailure,
     IncompleteArguments,
     InvalidArguments,
@@ -36,6 +38,7 @@ from .events import (
     ToolCall,
     parse_event,
 )
+from .limits import DEFAULT_LIMITS, Limits
 from .machine import IgnoredHook, ToolCallStateMachine, tool_call_streaming_state_machine
 from .reducer import IgnoreReason
 from .tracker import CallTimeline, ToolCallTracker
@@ -43,6 +46,8 @@ from .tracker import CallTimeline, ToolCallTracker
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_LIMITS",
+    "ArgumentsTooLarge",
     "CallFailure",
     "CallTimeline",
     "Delta",
@@ -55,6 +60,7 @@ __all__ = [
     "IncompleteArguments",
     "InvalidArguments",
     "InvalidEvent",
+    "Limits",
     "Ready",
     "Result",
     "Start",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .events import ToolCall
 
 __all__ = [
+    "ArgumentsTooLarge",
     "CallFailure",
     "IncompleteArguments",
     "InvalidArguments",
@@ -116,3 +117,15 @@ class IncompleteArguments(CallFailure):
 
     kind: Literal["incomplete_arguments"] = "incomplete_arguments"
     reason: str | None = None
+
+
+class ArgumentsTooLarge(CallFailure):
+    """The argument text grew past ``Limits.max_args_chars``; the text was discarded.
+
+    ``limit`` is the limit in characters; ``received`` how many had arrived, counting the
+    fragment that crossed it.
+    """
+
+    kind: Literal["arguments_too_large"] = "arguments_too_large"
+    limit: int
+    received: int

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
-from .events import End, EventInput, ToolCall, _decode, parse_event
+from .errors import InvalidEvent
+from .events import End, EventInput, Status, ToolCall, _decode, parse_event
+from .limits import DEFAULT_LIMITS, Limits
 from .reducer import STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
 
 __all__ = ["IgnoredHook", "ToolCallStateMachine", "tool_call_streaming_state_machine"]
@@ -27,6 +30,7 @@ IgnoredHook: TypeAlias = Callable[[Any, IgnoreReason], None]
 """
 
 _PER_CALL: Final = StreamAction.PER_CALL
+_FINISHED: Final = (Status.DONE, Status.ERROR)
 
 
 class ToolCallStateMachine:
@@ -36,10 +40,28 @@ class ToolCallStateMachine:
         on_ignored: called as ``on_ignored(event, reason)`` for each ignored event (a
             duplicate ``start``, a ``delta`` for an unknown id, ...). Ignored events are
             also logged at DEBUG on the ``toolcall_tracker`` logger. Nothing is printed.
+        limits: the :class:`~toolcall_tracker.Limits` to enforce (generous defaults).
+        keep_finished: if set, keep at most this many finished (``done``/``error``) calls;
+            older finished calls are forgotten automatically, oldest finish first, so a
+            long session's memory stays flat. ``None`` (the default) keeps every call.
     """
 
-    def __init__(self, *, on_ignored: IgnoredHook | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        on_ignored: IgnoredHook | None = None,
+        limits: Limits | None = None,
+        keep_finished: int | None = None,
+    ) -> None:
+        if keep_finished is not None and keep_finished < 0:
+            raise ValueError(f"keep_finished must be None or >= 0, got {keep_finished!r}")
+        self._limits = limits = DEFAULT_LIMITS if limits is None else limits
+        self._max_id = limits.max_id_chars
+        self._max_name = limits.max_name_chars
         self._calls: dict[str, _CallRecord] = {}
+        self._forgotten: OrderedDict[str, None] = OrderedDict()
+        self._keep_finished = keep_finished
+        self._finished: deque[_CallRecord] = deque()
         self._phase = "open"
         self._end: End | None = None
         self._on_ignored = on_ignored
@@ -58,18 +80,39 @@ class ToolCallStateMachine:
             self._ignore(event, IgnoreReason.UNKNOWN_TYPE)
             return
         kind, call_id, payload = decoded
+        if call_id is not None and len(call_id) > self._max_id:
+            raise InvalidEvent(
+                f"invalid {kind!r} event: the id is {len(call_id)} characters long, more than "
+                f"Limits.max_id_chars ({self._max_id})",
+                event,
+            )
+        if kind == "start" and len(payload) > self._max_name:
+            raise InvalidEvent(
+                f"invalid 'start' event: the tool name is {len(payload)} characters long, "
+                f"more than Limits.max_name_chars ({self._max_name})",
+                event,
+            )
         step = STREAM[self._phase][kind]
         if step is _PER_CALL:
             record = self._calls.get(call_id)
-            before = None if record is None else record.status
-            after = reduce(record, kind, call_id, payload)
+            if record is not None:
+                before = record.status
+                after = reduce(record, kind, call_id, payload, self._limits)
+                if type(after) is IgnoreReason:
+                    self._ignore(event, after)
+                elif record.status is not before:
+                    self._changed(record)
+                return
+            after = reduce(
+                None, kind, call_id, payload, self._limits, forgotten=call_id in self._forgotten
+            )
             if isinstance(after, IgnoreReason):
                 self._ignore(event, after)
-            elif record is None:
+            else:
                 self._calls[call_id] = after
+                if len(self._calls) >= self._limits.max_calls and self._phase == "open":
+                    self._phase = "full"
                 self._changed(after)
-            elif after.status is not before:
-                self._changed(record)
         elif step is StreamAction.END_TURN:
             self._end_turn(payload)
         else:
@@ -84,6 +127,33 @@ class ToolCallStateMachine:
         """Snapshots of every call, in the order their ``start`` arrived."""
         return [record.to_call() for record in self._calls.values()]
 
+    def forget(self, call_id: str) -> ToolCall | None:
+        """Drop a finished call to release its memory; returns its last snapshot.
+
+        Returns ``None`` if there is no such call. Afterwards ``get`` returns ``None``,
+        ``list`` omits it, and later events for the id are ignored with reason
+        ``forgotten`` (for the last ``Limits.remember_forgotten`` forgotten ids).
+
+        Raises:
+            ValueError: the call is still ``pending`` or ``running``: finish it first (an
+                ``error`` event) so nobody waits for it forever.
+        """
+        record = self._calls.get(call_id)
+        if record is None:
+            return None
+        if record.status not in _FINISHED:
+            raise ValueError(
+                f"call {call_id!r} is {record.status.value}; only done or error calls can be "
+                "forgotten (apply an error event first)"
+            )
+        self._drop(record)
+        return record.to_call()
+
+    @property
+    def limits(self) -> Limits:
+        """The limits this machine enforces."""
+        return self._limits
+
     @property
     def end(self) -> End | None:
         """How the turn ended (the ``End`` event), or ``None`` while it is still open."""
@@ -96,7 +166,7 @@ class ToolCallStateMachine:
         self._end = end
         for record in list(self._calls.values()):
             before = record.status
-            reduce(record, "end", record.id, end.reason)
+            reduce(record, "end", record.id, end.reason, self._limits)
             if record.status is not before:
                 self._changed(record)
         self._turn_ended()
@@ -110,17 +180,42 @@ class ToolCallStateMachine:
         if self._on_ignored is not None:
             self._on_ignored(event, reason)
 
+    def _drop(self, record: _CallRecord) -> None:
+        del self._calls[record.id]
+        forgotten = self._forgotten
+        forgotten[record.id] = None
+        if len(forgotten) > self._limits.remember_forgotten:
+            forgotten.popitem(last=False)
+        if self._phase == "full" and len(self._calls) < self._limits.max_calls:
+            self._phase = "open"
+
     def _changed(self, record: _CallRecord) -> None:
-        """Called after a call is created or changes status. Subclasses wake waiters."""
+        """Called after a call is created or changes status. Applies the retention policy.
+
+        Subclasses extend it to wake waiters, and call it last.
+        """
+        keep = self._keep_finished
+        if keep is not None and record.status in _FINISHED:
+            finished = self._finished
+            finished.append(record)
+            while len(finished) > keep:
+                oldest = finished.popleft()
+                if self._calls.get(oldest.id) is oldest:
+                    self._drop(oldest)
 
     def _turn_ended(self) -> None:
         """Called once, after the turn ended and every call saw the end."""
 
 
 def tool_call_streaming_state_machine(
-    *, on_ignored: IgnoredHook | None = None
+    *,
+    on_ignored: IgnoredHook | None = None,
+    limits: Limits | None = None,
+    keep_finished: int | None = None,
 ) -> ToolCallStateMachine:
     """Create the synchronous tool-call machine (the seed contract).
+
+    The keyword arguments are those of :class:`ToolCallStateMachine`.
 
     >>> machine = tool_call_streaming_state_machine()
     >>> machine.apply({"type": "start", "id": "t1", "name": "search"})
@@ -131,4 +226,4 @@ def tool_call_streaming_state_machine(
     >>> call.status, call.args
     (<Status.RUNNING: 'running'>, {'q': 'hi'})
     """
-    return ToolCallStateMachine(on_ignored=on_ignored)
+    return ToolCallStateMachine(on_ignored=on_ignored, limits=limits, keep_finished=keep_finished)

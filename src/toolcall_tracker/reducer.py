@@ -15,20 +15,30 @@ the *reason* the event is ignored. Ignored events are not errors: a stream that 
 or reorders events is normal on real networks, so we report them (a hook and a DEBUG log
 line in the machine) and carry on.
 
+Two more rows complete the per-call table. ``forgotten`` is an id whose finished call
+was dropped to save memory (``forget`` or a retention policy): everything for it is
+ignored, so a late duplicate cannot resurrect it. And ``delta`` has a guard, like
+``ready``: a fragment that would take the argument text past ``Limits.max_args_chars``
+fails the call (``ArgumentsTooLarge``) and releases its text instead of appending.
+
 The stream itself has a second, tiny state machine (``STREAM``): it is ``open`` until an
-``end`` event arrives, then ``ended``. Once ended, the model can say nothing more
-(``start``, ``delta`` and ``ready`` are ignored with reason ``turn_ended``) but tool
-outcomes (``result``, ``error``) still apply, because they come from the tool runner,
-not from the model. The ``end`` event is then broadcast to every call through the
-``end`` column of ``TRANSITIONS``: a call still ``pending`` is abandoned (its arguments
-never completed), every other call keeps its state.
+``end`` event arrives, then ``ended`` for good; while ``Limits.max_calls`` calls are
+tracked it is ``full``, where a new ``start`` is ignored with reason ``too_many_calls``.
+Once ended, the model can say nothing more (``start``, ``delta`` and ``ready`` are
+ignored with reason ``turn_ended``) but tool outcomes (``result``, ``error``) still
+apply, because they come from the tool runner, not from the model. The ``end`` event is
+then broadcast to every call through the ``end`` column of ``TRANSITIONS``: a call still
+``pending`` is abandoned (its arguments never completed), every other call keeps its
+state.
 
 The reducer is sans-IO and deterministic: no I/O, no clock, no callbacks, no logging. It
-sees one call's record and one event and touches nothing else. To keep accumulation linear
-in the bytes received it appends fragments to a list in the record (joined once, at
-``ready``) instead of rebuilding a string; every other action also updates the record in
-place and :func:`reduce` returns the record. :class:`~toolcall_tracker.ToolCallStateMachine`
-applies it per id; the async tracker only adds waiting on top.
+sees one call's record and one event and touches nothing else. Validation (is this a
+well-formed event? is the id too long?) happens before it, in the machine. To keep
+accumulation linear in the bytes received it appends fragments to a list in the record
+(joined once, at ``ready``) instead of rebuilding a string; every other action also
+updates the record in place and :func:`reduce` returns the record.
+:class:`~toolcall_tracker.ToolCallStateMachine` applies it per id; the async tracker only
+adds waiting on top.
 """
 
 from __future__ import annotations
@@ -37,10 +47,19 @@ from enum import Enum
 from typing import Any, Final
 
 from ._json import _ArgumentsError, parse_json
-from .errors import IncompleteArguments
+from .errors import ArgumentsTooLarge, IncompleteArguments
 from .events import Status, ToolCall
+from .limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["TRANSITIONS", "STREAM", "Action", "IgnoreReason", "StreamAction", "reduce"]
+__all__ = [
+    "FORGOTTEN",
+    "STREAM",
+    "TRANSITIONS",
+    "Action",
+    "IgnoreReason",
+    "StreamAction",
+    "reduce",
+]
 
 
 class IgnoreReason(str, Enum):
@@ -62,6 +81,10 @@ class IgnoreReason(str, Enum):
     """A ``start``, ``delta``, ``ready`` or second ``end`` after the turn ended."""
     INVALID_EVENT = "invalid_event"
     """A malformed event skipped by a tracker created with ``skip_invalid=True``."""
+    TOO_MANY_CALLS = "too_many_calls"
+    """A ``start`` while ``Limits.max_calls`` calls are already tracked."""
+    FORGOTTEN = "forgotten"
+    """Any event for a call that was forgotten (dropped after it finished)."""
 
     def __str__(self) -> str:
         return self.value
@@ -71,7 +94,7 @@ class Action(Enum):
     """What an event does to a call (see ``TRANSITIONS``)."""
 
     CREATE = "create a pending call with empty argument text"
-    APPEND = "append the fragment to the argument text"
+    APPEND = "append the fragment; error if the text would exceed Limits.max_args_chars"
     PARSE = "parse the argument text: running with args, or error if it is not JSON"
     FINISH = "done, with the result"
     FAIL = "error, with the error"
@@ -99,25 +122,33 @@ FAIL, ABANDON, KEEP = Action.FAIL, Action.ABANDON, Action.KEEP
 UNKNOWN_ID, DUP_START = IgnoreReason.UNKNOWN_ID, IgnoreReason.DUPLICATE_START
 NOT_PENDING, NOT_RUNNING = IgnoreReason.NOT_PENDING, IgnoreReason.NOT_RUNNING
 FINISHED, TURN_ENDED = IgnoreReason.ALREADY_FINISHED, IgnoreReason.TURN_ENDED
+FORGOT, TOO_MANY = IgnoreReason.FORGOTTEN, IgnoreReason.TOO_MANY_CALLS
 PER_CALL, END_TURN = StreamAction.PER_CALL, StreamAction.END_TURN
 PENDING, RUNNING, DONE, ERROR = Status.PENDING, Status.RUNNING, Status.DONE, Status.ERROR
 
-TRANSITIONS: Final[dict[Status | None, dict[str, Action | IgnoreReason]]] = {
-    #              start       delta         ready         result        error       end
-    None:    _row(CREATE,     UNKNOWN_ID,   UNKNOWN_ID,   UNKNOWN_ID,   UNKNOWN_ID, KEEP),
-    PENDING: _row(DUP_START,  APPEND,       PARSE,        NOT_RUNNING,  FAIL,       ABANDON),
-    RUNNING: _row(DUP_START,  NOT_PENDING,  NOT_PENDING,  FINISH,       FAIL,       KEEP),
-    DONE:    _row(DUP_START,  FINISHED,     FINISHED,     FINISHED,     FINISHED,   KEEP),
-    ERROR:   _row(DUP_START,  FINISHED,     FINISHED,     FINISHED,     FINISHED,   KEEP),
+FORGOTTEN: Final = "forgotten"
+"""The row of ids whose finished call was forgotten."""
+
+TRANSITIONS: Final[dict[Status | str | None, dict[str, Action | IgnoreReason]]] = {
+    #                start       delta         ready         result        error       end
+    None:      _row(CREATE,     UNKNOWN_ID,   UNKNOWN_ID,   UNKNOWN_ID,   UNKNOWN_ID, KEEP),
+    PENDING:   _row(DUP_START,  APPEND,       PARSE,        NOT_RUNNING,  FAIL,       ABANDON),
+    RUNNING:   _row(DUP_START,  NOT_PENDING,  NOT_PENDING,  FINISH,       FAIL,       KEEP),
+    DONE:      _row(DUP_START,  FINISHED,     FINISHED,     FINISHED,     FINISHED,   KEEP),
+    ERROR:     _row(DUP_START,  FINISHED,     FINISHED,     FINISHED,     FINISHED,   KEEP),
+    FORGOTTEN: _row(FORGOT,     FORGOT,       FORGOT,       FORGOT,       FORGOT,     KEEP),
 }  # fmt: skip
-"""Per call: ``TRANSITIONS[status or None][event type]`` is an action or an ignore reason."""
+"""Per call: ``TRANSITIONS[state][event type]`` is an action or an ignore reason; the state
+is the call's status, ``None`` for an id never seen, or ``"forgotten"``."""
 
 STREAM: Final[dict[str, dict[str, StreamAction | IgnoreReason]]] = {
     #              start       delta         ready         result        error       end
     "open":  _row(PER_CALL,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
+    "full":  _row(TOO_MANY,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
     "ended": _row(TURN_ENDED, TURN_ENDED,   TURN_ENDED,   PER_CALL,     PER_CALL,   TURN_ENDED),
 }  # fmt: skip
-"""Per stream: ``STREAM[phase][event type]``; the phase is ``open`` until ``end``."""
+"""Per stream: ``STREAM[phase][event type]``. The phase is ``open``, ``full`` while
+``Limits.max_calls`` calls are tracked, and ``ended`` after ``end`` (for good)."""
 
 
 class _CallRecord:
@@ -130,16 +161,18 @@ class _CallRecord:
         "name",
         "parts",
         "result",
+        "room",
         "snapshot",
         "status",
         "text",
         "timeline",
     )
 
-    def __init__(self, call_id: str, name: str) -> None:
+    def __init__(self, call_id: str, name: str, room: int) -> None:
         self.id = call_id
         self.name = name
         self.status = PENDING
+        self.room = room  # characters of argument text still allowed
         self.parts: list[str] = []
         self.text: str | None = None
         self.args: Any = None
@@ -172,17 +205,34 @@ class _CallRecord:
         return snap
 
 
-def _create(record: _CallRecord | None, call_id: str, payload: Any) -> _CallRecord:
-    return _CallRecord(call_id, payload)
+def _create(record: _CallRecord | None, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
+    return _CallRecord(call_id, payload, limits.max_args_chars)
 
 
-def _append(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
+def _append(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
+    room = record.room - len(payload)
+    if room < 0:
+        received = limits.max_args_chars - record.room + len(payload)
+        record.parts = []  # release the buffered text before anything else
+        return _fail(
+            record,
+            call_id,
+            ArgumentsTooLarge(
+                message=f"the arguments of call {call_id!r} ({record.name}) exceeded "
+                f"{limits.max_args_chars} characters (Limits.max_args_chars); "
+                "the text received was discarded",
+                limit=limits.max_args_chars,
+                received=received,
+            ),
+            limits,
+        )
+    record.room = room
     record.parts.append(payload)
     record.snapshot = None
     return record
 
 
-def _parse(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
+def _parse(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
     text = record.text = record.args_text()
     record.parts = []
     try:
@@ -196,14 +246,14 @@ def _parse(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
     return record
 
 
-def _finish(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
+def _finish(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
     record.status = DONE
     record.result = payload
     record.snapshot = None
     return record
 
 
-def _fail(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
+def _fail(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
     if record.status is PENDING:
         record.text = record.args_text()
         record.parts = []
@@ -213,7 +263,7 @@ def _fail(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
     return record
 
 
-def _abandon(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
+def _abandon(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
     reason = payload
     why = f" ({reason})" if reason else ""
     return _fail(
@@ -224,10 +274,11 @@ def _abandon(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
             f"({record.name}) were complete",
             reason=reason,
         ),
+        limits,
     )
 
 
-def _keep(record: _CallRecord, call_id: str, payload: Any) -> _CallRecord:
+def _keep(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
     return record
 
 
@@ -242,24 +293,34 @@ _DO: Final = {
 }
 
 # The table with each action resolved to its function, so a step is two dict look-ups.
-_STEPS: Final[dict[Status | None, dict[str, Any]]] = {
+_STEPS: Final[dict[Status | str | None, dict[str, Any]]] = {
     state: {kind: _DO[step] if isinstance(step, Action) else step for kind, step in row.items()}
     for state, row in TRANSITIONS.items()
 }
 
 
 def reduce(
-    record: _CallRecord | None, kind: str, call_id: str, payload: Any
+    record: _CallRecord | None,
+    kind: str,
+    call_id: str,
+    payload: Any,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    forgotten: bool = False,
 ) -> _CallRecord | IgnoreReason:
     """Apply one event (``kind``, ``call_id``, ``payload``) to one call's record.
 
     ``payload`` is the event's one field: ``name`` for start, the fragment for delta,
     ``result``/``error`` for those, the end's ``reason`` for the end broadcast, ``None`` for
-    ready. Returns the record as it now is (a new one for ``start``), or the reason the event
-    is ignored, in which case nothing changed.
+    ready. ``record`` is ``None`` for an id with no call; ``forgotten`` says the id belonged
+    to a call that was forgotten. Returns the record as it now is (a new one for ``start``),
+    or the reason the event is ignored, in which case nothing changed.
     """
-    step = _STEPS[None if record is None else record.status][kind]
+    if record is not None:
+        step = _STEPS[record.status][kind]
+    else:
+        step = _STEPS[FORGOTTEN if forgotten else None][kind]
     if type(step) is IgnoreReason:
         return step
-    result: _CallRecord = step(record, call_id, payload)
+    result: _CallRecord = step(record, call_id, payload, limits)
     return result

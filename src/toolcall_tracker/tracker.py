@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import weakref
 from collections.abc import AsyncIterable
 from dataclasses import dataclass, replace
 from types import TracebackType
@@ -39,12 +40,15 @@ from .errors import (
     UnknownToolCall,
 )
 from .events import End, EventInput, Status, ToolCall
+from .limits import Limits
 from .machine import IgnoredHook, ToolCallStateMachine, logger
 from .reducer import IgnoreReason, _CallRecord
 
 __all__ = ["CallTimeline", "ToolCallTracker"]
 
 _PENDING, _RUNNING, _DONE, _ERROR = Status.PENDING, Status.RUNNING, Status.DONE, Status.ERROR
+_ARGS_PARSED = frozenset({_RUNNING, _DONE})
+_DONE_ONLY = frozenset({_DONE})
 
 
 @dataclass(slots=True)
@@ -82,16 +86,31 @@ class ToolCallTracker(ToolCallStateMachine):
         skip_invalid: if true, ``consume`` reports a malformed event from its source to
             ``on_ignored`` with reason ``invalid_event`` (and the log) and goes on, instead
             of ending the turn and raising :class:`InvalidEvent`.
+        limits: the :class:`~toolcall_tracker.Limits` to enforce (generous defaults).
+        keep_finished: keep at most this many finished calls, forgetting older ones
+            automatically (see :meth:`forget`); ``None`` keeps every call.
     """
 
     def __init__(
-        self, *, on_ignored: IgnoredHook | None = None, skip_invalid: bool = False
+        self,
+        *,
+        on_ignored: IgnoredHook | None = None,
+        skip_invalid: bool = False,
+        limits: Limits | None = None,
+        keep_finished: int | None = None,
     ) -> None:
-        super().__init__(on_ignored=on_ignored)
+        super().__init__(on_ignored=on_ignored, limits=limits, keep_finished=keep_finished)
         self._skip_invalid = skip_invalid
         self._closed = False
+        # Snapshots of calls in the order they became ready. _ready[0] is ready call number
+        # _ready_base; the first _ready_dead entries are forgotten calls every live
+        # iterator has passed, dropped in batches so memory stays flat in long sessions.
         self._ready: list[ToolCall] = []
-        self._call_events: dict[str, anyio.Event] = {}
+        self._ready_base = 0
+        self._ready_dead = 0
+        self._ready_count = 0
+        self._iterators: weakref.WeakSet[_ReadyCalls] = weakref.WeakSet()
+        self._waiters: dict[str, _Waiter] = {}
         self._stream_event: anyio.Event | None = None
 
     # -- feeding ----------------------------------------------------------------------
@@ -128,10 +147,9 @@ class ToolCallTracker(ToolCallStateMachine):
         """
         if self._closed:
             raise TrackerClosed("cannot consume: the tracker is closed")
-        ready = self._ready
         try:
             async for event in source:
-                seen = len(ready)
+                seen = self._ready_count
                 try:
                     self.apply(event)
                 except InvalidEvent:
@@ -139,7 +157,7 @@ class ToolCallTracker(ToolCallStateMachine):
                         raise
                     self._ignore(event, IgnoreReason.INVALID_EVENT)
                     continue
-                if len(ready) != seen:
+                if self._ready_count != seen:
                     await anyio.lowlevel.checkpoint()
         except BaseException as exc:
             if self._end is None and not self._closed:
@@ -159,37 +177,22 @@ class ToolCallTracker(ToolCallStateMachine):
         Raises:
             ToolCallFailed: the call ended in ``error`` before its arguments parsed
                 (or, if you wait after that, at any time).
-            UnknownToolCall: the turn ended and no call ``call_id`` ever started.
+            UnknownToolCall: the turn ended and no call ``call_id`` ever started, or it
+                was forgotten.
             TrackerClosed: the tracker closed first.
         """
-        while True:
-            record = self._calls.get(call_id)
-            if record is not None:
-                status = record.status
-                if status is _RUNNING or status is _DONE:
-                    return record.to_call()
-                if status is _ERROR:
-                    raise ToolCallFailed(record.to_call())
-            self._check_waitable(call_id, record)
-            await self._call_event(call_id).wait()
+        return await self._wait_for(call_id, _ARGS_PARSED)
 
     async def wait_done(self, call_id: str) -> ToolCall:
         """Wait until call ``call_id`` is ``done`` and return its snapshot.
 
         Raises:
             ToolCallFailed: the call ended in ``error``.
-            UnknownToolCall: the turn ended and no call ``call_id`` ever started.
+            UnknownToolCall: the turn ended and no call ``call_id`` ever started, or it
+                was forgotten.
             TrackerClosed: the tracker closed first.
         """
-        while True:
-            record = self._calls.get(call_id)
-            if record is not None:
-                if record.status is _DONE:
-                    return record.to_call()
-                if record.status is _ERROR:
-                    raise ToolCallFailed(record.to_call())
-            self._check_waitable(call_id, record)
-            await self._call_event(call_id).wait()
+        return await self._wait_for(call_id, _DONE_ONLY)
 
     async def wait_end(self) -> End:
         """Wait until the turn has ended and return its ``End`` (check ``.ok``).
@@ -205,8 +208,9 @@ class ToolCallTracker(ToolCallStateMachine):
 
         Yields every call once, in the order the calls became ``running``, as a snapshot
         taken at that moment, including calls that became ready before the iteration
-        began. Ends once the turn has ended and every ready call was yielded. Each
-        iterator is independent and sees every call.
+        began (except calls already forgotten when the iterator is created). Ends once
+        the turn has ended and every ready call was yielded. Each iterator is independent
+        and sees every call.
         """
         return _ReadyCalls(self)
 
@@ -265,19 +269,30 @@ class ToolCallTracker(ToolCallStateMachine):
 
     # -- internals --------------------------------------------------------------------
 
-    def _check_waitable(self, call_id: str, record: _CallRecord | None) -> None:
-        if self._closed:
-            raise TrackerClosed(f"the tracker closed while waiting for call {call_id!r}")
-        if record is None and self._end is not None:
-            raise UnknownToolCall(
-                call_id, f"the turn ended ({self._end.reason or 'end'}) without it"
-            )
-
-    def _call_event(self, call_id: str) -> anyio.Event:
-        event = self._call_events.get(call_id)
-        if event is None:
-            event = self._call_events[call_id] = anyio.Event()
-        return event
+    async def _wait_for(self, call_id: str, wanted: frozenset[Status]) -> ToolCall:
+        record = self._calls.get(call_id)
+        while True:
+            if record is not None:
+                status = record.status
+                if status in wanted:
+                    return record.to_call()
+                if status is _ERROR:
+                    raise ToolCallFailed(record.to_call())
+            elif call_id in self._forgotten:
+                raise UnknownToolCall(call_id, "it finished and was forgotten")
+            if self._closed:
+                raise TrackerClosed(f"the tracker closed while waiting for call {call_id!r}")
+            if record is None and self._end is not None:
+                raise UnknownToolCall(
+                    call_id, f"the turn ended ({self._end.reason or 'end'}) without it"
+                )
+            waiter = self._waiters.get(call_id)
+            if waiter is None:
+                waiter = self._waiters[call_id] = _Waiter()
+            await waiter.event.wait()
+            # The record as it was when we were woken: it stays valid even if the call
+            # was forgotten (retention) before this task ran again.
+            record = waiter.record or self._calls.get(call_id)
 
     def _stream_wakeup(self) -> anyio.Event:
         if self._stream_event is None:
@@ -292,16 +307,38 @@ class ToolCallTracker(ToolCallStateMachine):
         elif status is _RUNNING:
             record.timeline.ready = now
             self._ready.append(record.to_call())
+            self._ready_count += 1
             self._wake_stream()
         else:
             timeline = record.timeline
             if timeline.ready is None and isinstance(record.error, InvalidArguments):
                 timeline.ready = now  # the arguments completed but did not parse
             timeline.finished = now
-        if self._call_events:
-            event = self._call_events.pop(record.id, None)
-            if event is not None:
-                event.set()
+        if self._waiters:
+            waiter = self._waiters.pop(record.id, None)
+            if waiter is not None:
+                waiter.record = record
+                waiter.event.set()
+        super()._changed(record)  # retention last: waiters already hold the record
+
+    def _drop(self, record: _CallRecord) -> None:
+        super()._drop(record)
+        self._trim_ready()
+
+    def _trim_ready(self) -> None:
+        """Release ready snapshots of forgotten calls that no live iterator still needs."""
+        ready, calls = self._ready, self._calls
+        limit = len(ready)
+        for iterator in self._iterators:
+            limit = min(limit, iterator._index - self._ready_base)
+        dead = self._ready_dead
+        while dead < limit and ready[dead].id not in calls:
+            dead += 1
+        if dead >= 256 or dead * 2 >= len(ready):  # batch the copy: amortised O(1)
+            del ready[:dead]
+            self._ready_base += dead
+            dead = 0
+        self._ready_dead = dead
 
     def _turn_ended(self) -> None:
         self._wake_all()
@@ -313,20 +350,34 @@ class ToolCallTracker(ToolCallStateMachine):
             event.set()
 
     def _wake_all(self) -> None:
-        events, self._call_events = self._call_events, {}
-        for event in events.values():
-            event.set()
+        waiters, self._waiters = self._waiters, {}
+        for waiter in waiters.values():
+            waiter.event.set()
         self._wake_stream()
 
 
-class _ReadyCalls:
-    """The async iterator returned by :meth:`ToolCallTracker.ready_calls`."""
+class _Waiter:
+    """The tasks waiting for one id: an event, and the record at the moment it was set."""
 
-    __slots__ = ("_index", "_tracker")
+    __slots__ = ("event", "record")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.record: _CallRecord | None = None
+
+
+class _ReadyCalls:
+    """The async iterator returned by :meth:`ToolCallTracker.ready_calls`.
+
+    ``_index`` counts ready calls from the first one the tracker ever had.
+    """
+
+    __slots__ = ("__weakref__", "_index", "_tracker")
 
     def __init__(self, tracker: ToolCallTracker) -> None:
         self._tracker = tracker
-        self._index = 0
+        self._index = tracker._ready_base + tracker._ready_dead
+        tracker._iterators.add(self)
 
     def __aiter__(self) -> _ReadyCalls:
         return self
@@ -334,12 +385,12 @@ class _ReadyCalls:
     async def __anext__(self) -> ToolCall:
         tracker = self._tracker
         while True:
-            ready = tracker._ready
-            if self._index < len(ready):
-                call = ready[self._index]
+            position = self._index - tracker._ready_base
+            if position < len(tracker._ready):
                 self._index += 1
-                return call
+                return tracker._ready[position]
             if tracker._end is not None or tracker._closed:
+                tracker._iterators.discard(self)
                 raise StopAsyncIteration
             await tracker._stream_wakeup().wait()
 
