@@ -1,0 +1,114 @@
+"""The error values the tool runner stores in ``ToolCall.error`` when a call does not succeed.
+
+Every value is a frozen pydantic model deriving from
+:class:`~toolcall_tracker.errors.CallFailure`, so it has a ``kind`` string and a readable
+``message``, and ``value.model_dump(mode="json")`` is plain JSON that can be shown to the
+model as the call's result. The kinds:
+
+=================  ======================  ================================================
+``kind``           class                   the call ended in ``error`` because
+=================  ======================  ================================================
+``validation``     :class:`ValidationFailed`  its arguments do not fit the tool's signature
+``unknown_tool``   :class:`UnknownTool`    no tool has the name the model used
+``tool_exception`` :class:`ToolRaised`     the tool raised an exception
+``timeout``        :class:`CallTimedOut`   the per-call or the overall timeout expired
+``not_executed``   :class:`NotExecuted`    a gated tool's turn did not end normally
+``cancelled``      :class:`CallCancelled`  the runner was cancelled (or stopped) first
+=================  ======================  ================================================
+
+``tool_started`` (on timeouts and cancellations) says whether the tool's code had begun:
+if it had, some of its side effects may have happened.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .errors import CallFailure
+
+__all__ = [
+    "CallCancelled",
+    "CallTimedOut",
+    "FieldError",
+    "NotExecuted",
+    "ToolRaised",
+    "UnknownTool",
+    "ValidationFailed",
+]
+
+
+class FieldError(BaseModel):
+    """One problem with the arguments, as pydantic reported it.
+
+    ``path`` locates the value in the argument object (``("user", "age")``, ``("items", 0)``;
+    empty for the object itself), ``message`` says what is wrong and ``type`` is pydantic's
+    error code (``missing``, ``int_parsing``, ``extra_forbidden``, ...).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    path: tuple[str | int, ...]
+    message: str
+    type: str
+
+
+class ValidationFailed(CallFailure):
+    """The arguments do not fit the tool's signature; the tool did not run."""
+
+    kind: Literal["validation"] = "validation"
+    tool: str
+    errors: tuple[FieldError, ...]
+
+
+class UnknownTool(CallFailure):
+    """The model called a tool that does not exist; ``available`` lists those that do."""
+
+    kind: Literal["unknown_tool"] = "unknown_tool"
+    tool: str
+    available: tuple[str, ...]
+
+
+class ToolRaised(CallFailure):
+    """The tool raised; ``exception`` is the exception's class name.
+
+    The traceback is logged on the ``toolcall_tracker.runner`` logger, not stored here.
+    """
+
+    kind: Literal["tool_exception"] = "tool_exception"
+    tool: str
+    exception: str
+
+
+class CallTimedOut(CallFailure):
+    """A timeout expired before the tool finished.
+
+    ``scope`` is ``"call"`` for the per-call timeout and ``"run"`` for the runner's overall
+    timeout; ``timeout`` is its length in seconds.
+    """
+
+    kind: Literal["timeout"] = "timeout"
+    tool: str
+    scope: Literal["call", "run"]
+    timeout: float
+    tool_started: bool
+
+
+class NotExecuted(CallFailure):
+    """A gated tool was not run because the turn did not end normally.
+
+    ``reason`` is the turn's ``End.reason`` (``"length"``, ``"cancelled"``, ...).
+    """
+
+    kind: Literal["not_executed"] = "not_executed"
+    tool: str
+    reason: str | None = None
+
+
+class CallCancelled(CallFailure):
+    """The runner was cancelled (or stopped by an error) before the call finished."""
+
+    kind: Literal["cancelled"] = "cancelled"
+    tool: str
+    tool_started: bool

@@ -1,0 +1,282 @@
+"""Feeding results back: finished calls as the next request's messages, per provider.
+
+Each helper takes the finished calls of a turn (``tracker.list()``, or what
+:meth:`~toolcall_tracker.runner.ToolRunner.run` returns: every call must be ``done`` or
+``error``) and returns plain dicts that the provider's SDK accepts as-is:
+
+- :func:`openai_chat_messages`: an ``assistant`` message with ``tool_calls``, then one
+  ``role: "tool"`` message per call (Chat Completions);
+- :func:`openai_responses_items`: ``function_call`` items, then ``function_call_output``
+  items (Responses API);
+- :func:`anthropic_messages`: an ``assistant`` message with ``tool_use`` blocks, then a
+  ``user`` message with one ``tool_result`` block per call, ``is_error`` set for failures;
+- :func:`gemini_contents`: a ``model`` content with ``function_call`` parts, then a
+  ``user`` content with one ``function_response`` part per call.
+
+With ``include_calls=False`` only the second half (the results) is returned: use that when
+you append the model's own assistant message/content to the history, which you should do
+whenever it carries more than the calls (text, Anthropic thinking blocks, Gemini thought
+signatures, the Responses API's reasoning items) or when chaining with
+``previous_response_id``.
+
+Results are sent as JSON text where the provider wants a string (a ``str`` result is sent
+as it is) and as JSON values for Gemini; a failed call is sent as
+``{"error": {...}}``, the structured error value (``kind``, ``message``...) as JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeAlias
+
+from pydantic import BaseModel
+from pydantic_core import to_json, to_jsonable_python
+
+from .events import Status, ToolCall
+
+__all__ = [
+    "TextRenderer",
+    "anthropic_messages",
+    "error_text",
+    "gemini_contents",
+    "jsonable",
+    "openai_chat_messages",
+    "openai_responses_items",
+    "result_text",
+]
+
+TextRenderer: TypeAlias = Callable[[Any], str]
+"""Turns a call's ``result`` (or ``error``) value into the text sent to the model."""
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data (pydantic models and dataclasses dumped, dates as
+    ISO strings...); anything else that JSON cannot hold becomes its ``str``."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return to_jsonable_python(value, fallback=str)
+
+
+def result_text(result: Any) -> str:
+    """The default rendering of a result: a ``str`` as it is, anything else as JSON text."""
+    if isinstance(result, str):
+        return result
+    return to_json(jsonable(result)).decode()
+
+
+def error_text(error: Any) -> str:
+    """The default rendering of an error: ``{"error": <the error value as JSON>}``."""
+    return to_json({"error": jsonable(error)}).decode()
+
+
+def openai_chat_messages(
+    calls: Iterable[ToolCall],
+    *,
+    include_calls: bool = True,
+    render_result: TextRenderer = result_text,
+    render_error: TextRenderer = error_text,
+) -> list[dict[str, Any]]:
+    """Chat Completions messages: the assistant's ``tool_calls``, then ``role: tool`` replies.
+
+    Args:
+        calls: the finished calls, in the order the model made them.
+        include_calls: also return the assistant message (first) that made the calls.
+        render_result: turns a result into the message content.
+        render_error: turns an error value into the message content.
+
+    Returns:
+        ``openai.types.chat.ChatCompletionMessageParam`` dicts (an empty list for no calls).
+
+    Raises:
+        ValueError: a call is not finished yet.
+    """
+    finished = _finished(calls)
+    if not finished:
+        return []
+    messages: list[dict[str, Any]] = []
+    if include_calls:
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.args_text},
+                    }
+                    for call in finished
+                ],
+            }
+        )
+    for call in finished:
+        failed = call.status is Status.ERROR
+        content = render_error(call.error) if failed else render_result(call.result)
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+    return messages
+
+
+def openai_responses_items(
+    calls: Iterable[ToolCall],
+    *,
+    include_calls: bool = True,
+    render_result: TextRenderer = result_text,
+    render_error: TextRenderer = error_text,
+) -> list[dict[str, Any]]:
+    """Responses API input items: ``function_call`` items, then ``function_call_output``.
+
+    The calls' ids must be the model's ``call_id`` values. With ``previous_response_id``
+    pass ``include_calls=False``: the server already has the calls.
+
+    Returns:
+        ``openai.types.responses.ResponseInputItemParam`` dicts.
+
+    Raises:
+        ValueError: a call is not finished yet.
+    """
+    finished = _finished(calls)
+    items: list[dict[str, Any]] = []
+    if include_calls:
+        items.extend(
+            {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": call.args_text,
+            }
+            for call in finished
+        )
+    for call in finished:
+        failed = call.status is Status.ERROR
+        output = render_error(call.error) if failed else render_result(call.result)
+        items.append({"type": "function_call_output", "call_id": call.id, "output": output})
+    return items
+
+
+def anthropic_messages(
+    calls: Iterable[ToolCall],
+    *,
+    include_calls: bool = True,
+    render_result: TextRenderer = result_text,
+    render_error: TextRenderer = error_text,
+) -> list[dict[str, Any]]:
+    """Anthropic messages: the assistant's ``tool_use`` blocks, then a user message of
+    ``tool_result`` blocks (``is_error: true`` for failed calls).
+
+    A call whose arguments never parsed is shown with ``input: {}`` in its ``tool_use``.
+
+    Returns:
+        ``anthropic.types.MessageParam`` dicts (an empty list for no calls).
+
+    Raises:
+        ValueError: a call is not finished yet.
+    """
+    finished = _finished(calls)
+    if not finished:
+        return []
+    messages: list[dict[str, Any]] = []
+    if include_calls:
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": call.id,
+                        "name": call.name,
+                        "input": call.args if isinstance(call.args, dict) else {},
+                    }
+                    for call in finished
+                ],
+            }
+        )
+    blocks: list[dict[str, Any]] = []
+    for call in finished:
+        failed = call.status is Status.ERROR
+        blocks.append(
+            {
+                "type": "tool_result",
+                "tool_use_id": call.id,
+                "content": render_error(call.error) if failed else render_result(call.result),
+                "is_error": failed,
+            }
+        )
+    messages.append({"role": "user", "content": blocks})
+    return messages
+
+
+def gemini_contents(
+    calls: Iterable[ToolCall],
+    *,
+    include_calls: bool = True,
+    include_ids: bool = False,
+) -> list[dict[str, Any]]:
+    """Gemini contents: a ``model`` content of ``function_call`` parts, then a ``user``
+    content of ``function_response`` parts.
+
+    Each response is ``{"output": <result as JSON>}`` or ``{"error": <error value as
+    JSON>}``, the keys Gemini documents for a function's output and its failure.
+
+    Args:
+        calls: the finished calls.
+        include_calls: also return the model content (first) that made the calls. Gemini 3
+            models require the thought signatures of their function calls: append the
+            model's own content instead and pass ``False``.
+        include_ids: set the calls' ``id`` on the parts. Off by default: Gemini matches
+            responses to calls by name and order, and Vertex AI (and some Gemini API
+            versions) reject ``id`` with a 400; turn it on only when Gemini itself sent the
+            ids and your endpoint accepts them.
+
+    Returns:
+        ``google.genai.types.Content`` dicts (an empty list for no calls).
+
+    Raises:
+        ValueError: a call is not finished yet.
+    """
+    finished = _finished(calls)
+    if not finished:
+        return []
+    contents: list[dict[str, Any]] = []
+    if include_calls:
+        contents.append(
+            {
+                "role": "model",
+                "parts": [
+                    {
+                        "function_call": _with_id(
+                            call,
+                            include_ids,
+                            name=call.name,
+                            args=jsonable(call.args) if isinstance(call.args, dict) else {},
+                        )
+                    }
+                    for call in finished
+                ],
+            }
+        )
+    parts: list[dict[str, Any]] = []
+    for call in finished:
+        if call.status is Status.ERROR:
+            response = {"error": jsonable(call.error)}
+        else:
+            response = {"output": jsonable(call.result)}
+        parts.append(
+            {"function_response": _with_id(call, include_ids, name=call.name, response=response)}
+        )
+    contents.append({"role": "user", "parts": parts})
+    return contents
+
+
+def _with_id(call: ToolCall, include_id: bool, **fields: Any) -> dict[str, Any]:
+    return {"id": call.id, **fields} if include_id else fields
+
+
+def _finished(calls: Iterable[ToolCall]) -> list[ToolCall]:
+    finished = list(calls)
+    for call in finished:
+        if call.status is not Status.DONE and call.status is not Status.ERROR:
+            raise ValueError(
+                f"call {call.id!r} ({call.name}) is still {call.status}: feed back finished "
+                "calls only (await the runner first)"
+            )
+    return finished
