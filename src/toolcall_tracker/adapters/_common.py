@@ -1,0 +1,139 @@
+"""Helpers shared by the Anthropic, Gemini and AI SDK adapters (private).
+
+- :func:`_get`: read one field of a provider item that is either the official SDK's typed
+  object (an attribute) or the plain dict decoded from the provider's JSON (a key, in
+  snake_case or the camelCase some wire formats use).
+- :class:`_IdMinter`: remembers the call ids a stream has used and synthesises stable,
+  unique ids for calls that arrive without one.
+- :func:`_json_text`: compact JSON text for an argument object that arrived whole.
+- Event constructors. :func:`_delta` is the hot path (one per streamed fragment): it builds
+  exactly the instance ``Delta.model_construct(id=..., args_text_delta=...)`` builds (same
+  ``__dict__``, same fields-set, equal and hashing alike), about five times faster, by
+  filling the model's storage directly. The others use ``model_construct``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pydantic import BaseModel
+
+from ..events import Delta, End, Error, Ready, Result, Start
+
+logger: Final = logging.getLogger("toolcall_tracker.adapters")
+"""Adapters log the provider items they ignore as malformed here, at DEBUG."""
+
+
+def _get(item: Any, name: str, camel: str | None = None) -> Any:
+    """``item.name`` for an object, ``item[name]`` (or ``item[camel]``) for a mapping.
+
+    Returns ``None`` when the field is absent (or ``item`` is ``None``). Never raises for
+    a missing field; an object whose attribute access itself raises still raises, and the
+    adapters catch that at their outer boundary.
+    """
+    if type(item) is not dict and (isinstance(item, BaseModel) or not isinstance(item, Mapping)):
+        return getattr(item, name, None)
+    value = item.get(name)
+    if value is None and camel is not None:
+        value = item.get(camel)
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy of ``value``: pydantic models (SDK types) become dicts."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return value
+
+
+def _json_text(value: Any) -> str | None:
+    """Compact JSON text of ``value`` (as ``JSON.stringify`` writes it), or ``None``.
+
+    ``None`` means ``value`` cannot be written as JSON (a non-finite number, an object
+    of unknown type, a cycle); the caller fails the call.
+    """
+    try:
+        return json.dumps(_plain(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+class _IdMinter:
+    """The ids one stream has used; synthesises unique ids for calls that lack one.
+
+    Rule: the synthetic id is the base the adapter derives from the call's position in
+    the stream (documented per adapter); if a call of this stream already uses that id,
+    ``-2``, ``-3``, ... is appended, the smallest suffix still free. Replaying the same
+    stream therefore gives the same ids, and an id is never handed out twice.
+    """
+
+    __slots__ = ("_used",)
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+
+    def claim(self, call_id: str) -> bool:
+        """Record a provider-given id; ``False`` if this stream already used it."""
+        if call_id in self._used:
+            return False
+        self._used.add(call_id)
+        return True
+
+    def mint(self, base: str) -> str:
+        """A new id derived from ``base`` (see the class docstring), recorded as used."""
+        candidate = base
+        suffix = 2
+        while candidate in self._used:
+            candidate = f"{base}-{suffix}"
+            suffix += 1
+        self._used.add(candidate)
+        return candidate
+
+
+_new = object.__new__
+_set_attr = object.__setattr__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def _delta(call_id: str, text: str) -> Delta:
+    """``Delta.model_construct(id=call_id, args_text_delta=text)``, fast (hot path)."""
+    event: Delta = _new(Delta)
+    _set_attr(event, "__dict__", {"type": "delta", "id": call_id, "args_text_delta": text})
+    _set_fields_set(event, {"id", "args_text_delta"})
+    _set_extra(event, None)
+    _set_private(event, None)
+    return event
+
+
+def _start(call_id: str, name: str) -> Start:
+    return Start.model_construct(id=call_id, name=name)
+
+
+def _ready(call_id: str) -> Ready:
+    return Ready.model_construct(id=call_id)
+
+
+def _error(call_id: str, error: Any) -> Error:
+    return Error.model_construct(id=call_id, error=error)
+
+
+def _result(call_id: str, value: Any) -> Result:
+    return Result.model_construct(id=call_id, result=value)
+
+
+def _end(ok: bool, reason: str | None) -> End:
+    return End.model_construct(ok=ok, reason=reason)
+
+
+def _short(value: object, limit: int = 80) -> str:
+    """A bounded ``repr`` for error messages (never raises)."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
