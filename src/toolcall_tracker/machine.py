@@ -13,10 +13,10 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
-from .errors import InvalidEvent
-from .events import End, EventInput, Status, ToolCall, _decode, parse_event
+from .errors import InvalidEvent, TrackerClosed
+from .events import Delta, End, EventInput, Status, ToolCall, _decode, parse_event
 from .limits import DEFAULT_LIMITS, Limits
-from .reducer import STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
+from .reducer import _STEPS, STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
 
 __all__ = ["IgnoredHook", "ToolCallStateMachine", "tool_call_streaming_state_machine"]
 
@@ -30,6 +30,11 @@ IgnoredHook: TypeAlias = Callable[[Any, IgnoreReason], None]
 """
 
 _PER_CALL: Final = StreamAction.PER_CALL
+_MISSING: Final[Any] = object()
+_UNKNOWN_TYPE: Final[Any] = object()
+_UNKNOWN: Final = ("unknown", None, None)
+# STREAM with one more column: a type this library does not know (reported in _decode).
+_STREAM_ROWS: Final = {phase: {**row, "unknown": _UNKNOWN_TYPE} for phase, row in STREAM.items()}
 _FINISHED: Final = (Status.DONE, Status.ERROR)
 
 
@@ -63,6 +68,7 @@ class ToolCallStateMachine:
         self._keep_finished = keep_finished
         self._finished: deque[_CallRecord] = deque()
         self._phase = "open"
+        self._stream = _STREAM_ROWS["open"]
         self._end: End | None = None
         self._on_ignored = on_ignored
 
@@ -74,11 +80,66 @@ class ToolCallStateMachine:
 
         Raises:
             InvalidEvent: the event is malformed; nothing changed.
+            TrackerClosed: (async tracker only) the tracker was closed.
         """
+        if type(event) is dict and event.get("type") == "delta":
+            # The hot path, a plain dict delta, checked by hand; anything unusual takes
+            # the general path, which is the authority and writes the error messages.
+            kind = "delta"
+            call_id = event.get("id")
+            payload = event.get("argsTextDelta", _MISSING)
+            if payload is _MISSING:
+                payload = event.get("args_text_delta")
+            if not (
+                type(call_id) is str and type(payload) is str and 0 < len(call_id) <= self._max_id
+            ):
+                kind, call_id, payload = self._decode(event)
+        elif type(event) is Delta and len(event.id) <= self._max_id:  # what adapters emit
+            kind = "delta"
+            call_id = event.id
+            payload = event.args_text_delta
+        else:
+            kind, call_id, payload = self._decode(event)
+        step = self._stream[kind]
+        if step is _PER_CALL:
+            record = self._calls.get(call_id)
+            if record is not None:
+                # reduce(), unrolled for the hot path: the same table, one call less.
+                before = record.status
+                do = _STEPS[before][kind]
+                if type(do) is IgnoreReason:
+                    self._ignore(event, do)
+                    return
+                do(record, call_id, payload, self._limits)
+                if record.status is not before:
+                    self._changed(record)
+                return
+            after = reduce(
+                None, kind, call_id, payload, self._limits, forgotten=call_id in self._forgotten
+            )
+            if type(after) is IgnoreReason:
+                self._ignore(event, after)
+            else:
+                self._calls[call_id] = after  # type: ignore[assignment]
+                if len(self._calls) >= self._limits.max_calls and self._phase == "open":
+                    self._set_phase("full")
+                self._changed(after)  # type: ignore[arg-type]
+        elif step is StreamAction.END_TURN:
+            self._end_turn(payload)
+        elif step is StreamAction.REJECT:
+            raise TrackerClosed(
+                "this tracker is closed and accepts no more events; use a new tracker "
+                "for the next turn"
+            )
+        elif step is not _UNKNOWN_TYPE:
+            self._ignore(event, step)
+
+    def _decode(self, event: object) -> tuple[str, Any, Any]:
+        """Validate ``event``; ``("unknown", ...)`` for an unknown type (already reported)."""
         decoded = _decode(event)
         if decoded is None:
             self._ignore(event, IgnoreReason.UNKNOWN_TYPE)
-            return
+            return _UNKNOWN
         kind, call_id, payload = decoded
         if call_id is not None and len(call_id) > self._max_id:
             raise InvalidEvent(
@@ -92,31 +153,11 @@ class ToolCallStateMachine:
                 f"more than Limits.max_name_chars ({self._max_name})",
                 event,
             )
-        step = STREAM[self._phase][kind]
-        if step is _PER_CALL:
-            record = self._calls.get(call_id)
-            if record is not None:
-                before = record.status
-                after = reduce(record, kind, call_id, payload, self._limits)
-                if type(after) is IgnoreReason:
-                    self._ignore(event, after)
-                elif record.status is not before:
-                    self._changed(record)
-                return
-            after = reduce(
-                None, kind, call_id, payload, self._limits, forgotten=call_id in self._forgotten
-            )
-            if isinstance(after, IgnoreReason):
-                self._ignore(event, after)
-            else:
-                self._calls[call_id] = after
-                if len(self._calls) >= self._limits.max_calls and self._phase == "open":
-                    self._phase = "full"
-                self._changed(after)
-        elif step is StreamAction.END_TURN:
-            self._end_turn(payload)
-        else:
-            self._ignore(event, step)
+        return decoded
+
+    def _set_phase(self, phase: str) -> None:
+        self._phase = phase
+        self._stream = _STREAM_ROWS[phase]
 
     def get(self, call_id: str) -> ToolCall | None:
         """The snapshot of call ``call_id``, or ``None`` if no such call has started."""
@@ -162,7 +203,7 @@ class ToolCallStateMachine:
     # -- internals --------------------------------------------------------------------
 
     def _end_turn(self, end: End) -> None:
-        self._phase = "ended"
+        self._set_phase("ended")
         self._end = end
         for record in list(self._calls.values()):
             before = record.status
@@ -187,7 +228,7 @@ class ToolCallStateMachine:
         if len(forgotten) > self._limits.remember_forgotten:
             forgotten.popitem(last=False)
         if self._phase == "full" and len(self._calls) < self._limits.max_calls:
-            self._phase = "open"
+            self._set_phase("open")
 
     def _changed(self, record: _CallRecord) -> None:
         """Called after a call is created or changes status. Applies the retention policy.

@@ -23,7 +23,8 @@ fails the call (``ArgumentsTooLarge``) and releases its text instead of appendin
 
 The stream itself has a second, tiny state machine (``STREAM``): it is ``open`` until an
 ``end`` event arrives, then ``ended`` for good; while ``Limits.max_calls`` calls are
-tracked it is ``full``, where a new ``start`` is ignored with reason ``too_many_calls``.
+tracked it is ``full``, where a new ``start`` is ignored with reason ``too_many_calls``;
+a closed tracker is ``closed``, where every event is refused (``TrackerClosed``).
 Once ended, the model can say nothing more (``start``, ``delta`` and ``ready`` are
 ignored with reason ``turn_ended``) but tool outcomes (``result``, ``error``) still
 apply, because they come from the tool runner, not from the model. The ``end`` event is
@@ -107,6 +108,7 @@ class StreamAction(Enum):
 
     PER_CALL = "route to the call named by the event's id"
     END_TURN = "end the turn, then broadcast end to every call"
+    REJECT = "raise TrackerClosed: the tracker was closed"
 
 
 _KINDS: Final = ("start", "delta", "ready", "result", "error", "end")
@@ -123,7 +125,7 @@ UNKNOWN_ID, DUP_START = IgnoreReason.UNKNOWN_ID, IgnoreReason.DUPLICATE_START
 NOT_PENDING, NOT_RUNNING = IgnoreReason.NOT_PENDING, IgnoreReason.NOT_RUNNING
 FINISHED, TURN_ENDED = IgnoreReason.ALREADY_FINISHED, IgnoreReason.TURN_ENDED
 FORGOT, TOO_MANY = IgnoreReason.FORGOTTEN, IgnoreReason.TOO_MANY_CALLS
-PER_CALL, END_TURN = StreamAction.PER_CALL, StreamAction.END_TURN
+PER_CALL, END_TURN, REJECT = StreamAction.PER_CALL, StreamAction.END_TURN, StreamAction.REJECT
 PENDING, RUNNING, DONE, ERROR = Status.PENDING, Status.RUNNING, Status.DONE, Status.ERROR
 
 FORGOTTEN: Final = "forgotten"
@@ -146,9 +148,11 @@ STREAM: Final[dict[str, dict[str, StreamAction | IgnoreReason]]] = {
     "open":  _row(PER_CALL,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
     "full":  _row(TOO_MANY,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
     "ended": _row(TURN_ENDED, TURN_ENDED,   TURN_ENDED,   PER_CALL,     PER_CALL,   TURN_ENDED),
+    "closed": _row(REJECT,    REJECT,       REJECT,       REJECT,       REJECT,     REJECT),
 }  # fmt: skip
 """Per stream: ``STREAM[phase][event type]``. The phase is ``open``, ``full`` while
-``Limits.max_calls`` calls are tracked, and ``ended`` after ``end`` (for good)."""
+``Limits.max_calls`` calls are tracked, ``ended`` after ``end`` (for good), and
+``closed`` once an async tracker is closed."""
 
 
 class _CallRecord:
@@ -190,9 +194,10 @@ class _CallRecord:
         return parts[0] if parts else ""
 
     def to_call(self) -> ToolCall:
-        """The immutable snapshot (cached until the record changes)."""
+        """The immutable snapshot (cached until the status changes; never while pending,
+        so that appending a fragment need not invalidate anything)."""
         snap = self.snapshot
-        if snap is None:
+        if snap is None or self.status is PENDING:
             snap = self.snapshot = ToolCall.model_construct(
                 id=self.id,
                 name=self.name,
@@ -228,7 +233,6 @@ def _append(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> 
         )
     record.room = room
     record.parts.append(payload)
-    record.snapshot = None
     return record
 
 

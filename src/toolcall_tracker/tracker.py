@@ -114,20 +114,7 @@ class ToolCallTracker(ToolCallStateMachine):
         self._stream_event: anyio.Event | None = None
 
     # -- feeding ----------------------------------------------------------------------
-
-    def apply(self, event: EventInput) -> None:
-        """Apply one event, as :meth:`ToolCallStateMachine.apply`, and wake waiters.
-
-        Raises:
-            InvalidEvent: the event is malformed; nothing changed.
-            TrackerClosed: the tracker was closed.
-        """
-        if self._closed:
-            raise TrackerClosed(
-                "this tracker is closed and accepts no more events; use a new tracker "
-                "for the next turn"
-            )
-        super().apply(event)
+    # apply(), get() and list() are the machine's; a closed tracker's phase refuses events.
 
     async def consume(self, source: AsyncIterable[EventInput]) -> None:
         """Apply every event of ``source`` (an async iterable of models or mappings).
@@ -147,11 +134,12 @@ class ToolCallTracker(ToolCallStateMachine):
         """
         if self._closed:
             raise TrackerClosed("cannot consume: the tracker is closed")
+        apply = self.apply
         try:
             async for event in source:
                 seen = self._ready_count
                 try:
-                    self.apply(event)
+                    apply(event)
                 except InvalidEvent:
                     if not self._skip_invalid:
                         raise
@@ -254,6 +242,7 @@ class ToolCallTracker(ToolCallStateMachine):
         if self._end is None:
             self._end_turn(End(ok=False, reason="tracker closed"))
         self._closed = True
+        self._set_phase("closed")
         self._wake_all()
 
     async def __aenter__(self) -> ToolCallTracker:
