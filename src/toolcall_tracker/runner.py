@@ -183,6 +183,7 @@ class _Run:
         self._tracker = tracker
         self._limiter = anyio.CapacityLimiter(runner._max_concurrency or math.inf)
         self._deadline = math.inf
+        self._states: dict[str, _CallState] = {}
 
     async def go(self) -> None:
         tracker = self._tracker
@@ -202,17 +203,17 @@ class _Run:
                 if isinstance(exc, anyio.get_cancelled_exc_class())
                 else f"the tool runner stopped: {type(exc).__name__}: {exc}"
             )
-            self._sweep(lambda call: self._cancelled(call, False, reason))
+            self._sweep(lambda call: self._cancelled(call, self._started(call), reason))
             raise
         if scope.cancelled_caught:  # the overall timeout expired
-            self._sweep(lambda call: self._timed_out(call, "run", False))
+            self._sweep(lambda call: self._timed_out(call, "run", self._started(call)))
             async for call in calls:  # later calls cannot run any more; fail them
                 self._fail_if_running(call, self._timed_out(call, "run", False))
 
     # -- one call ---------------------------------------------------------------------
 
     async def _call(self, call: ToolCall) -> None:
-        state = _CallState()
+        state = self._states[call.id] = _CallState()
         try:
             await self._execute(call, state)
         except anyio.get_cancelled_exc_class():
@@ -323,6 +324,10 @@ class _Run:
             tool=call.name,
             tool_started=started,
         )
+
+    def _started(self, call: ToolCall) -> bool:
+        state = self._states.get(call.id)
+        return state is not None and state.tool_started
 
     def _sweep(self, failure: Callable[[ToolCall], CallFailure]) -> None:
         """Fail every call of the turn still ``running`` (those whose task never ran)."""
