@@ -1,0 +1,501 @@
+"""Everything that is measured: floors, the library, its adapters and the competitors.
+
+Each subject runs over one input family (a list of prebuilt items) and returns
+``(elapsed_ns, args)``: the time of its own work only, and the parsed arguments of every
+call in start order (``None`` when it ran on a prefix), which the runner checks against
+the expected arguments once per subject and workload. A subject whose optional import
+fails is reported as skipped with the reason; nothing here crashes the run for it.
+
+Floors are the least a pure-Python tracker can do on that input: per fragment a dict
+look-up and a list append (plus reading the fields the shape needs), per call one join
+and one JSON parse (pydantic-core's ``from_json``, the fastest parser in the dependency
+tree). Every subject has the floor of its own input family as its reference.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_core import from_json
+
+RunFn = Callable[[list[Any], bool], tuple[int, Any]]
+
+_clock = time.perf_counter_ns
+
+
+@dataclass
+class Subject:
+    name: str
+    family: str
+    kind: str  # floor | library | adapter | competitor
+    run: RunFn | None
+    floor: str = ""
+    cappable: bool = False
+    note: str = ""
+    skip: str = ""  # why it cannot run here (import failed, ...)
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+
+# -- floors -------------------------------------------------------------------------------
+
+
+def floor_seed(items: list[Any], complete: bool) -> tuple[int, Any]:
+    t0 = _clock()
+    bufs: dict[str, list[str]] = {}
+    out = []
+    for ev in items:
+        kind = ev["type"]
+        if kind == "delta":
+            bufs[ev["id"]].append(ev["argsTextDelta"])
+        elif kind == "start":
+            bufs[ev["id"]] = []
+        elif kind == "ready":
+            out.append(from_json("".join(bufs.pop(ev["id"]))))
+    return _clock() - t0, out
+
+
+def floor_chat_objects(items: list[Any], complete: bool) -> tuple[int, Any]:
+    t0 = _clock()
+    bufs: dict[int, list[str]] = {}
+    out = []
+    for chunk in items:
+        for choice in chunk.choices:
+            calls = choice.delta.tool_calls
+            if calls:
+                for call in calls:
+                    if call.id is not None:
+                        bufs[call.index] = []
+                    bufs[call.index].append(call.function.arguments)
+            if choice.finish_reason is not None:
+                out = [from_json("".join(parts)) for parts in bufs.values()]
+    return _clock() - t0, out
+
+
+def floor_chat_dicts(items: list[Any], complete: bool) -> tuple[int, Any]:
+    t0 = _clock()
+    bufs: dict[int, list[str]] = {}
+    out = []
+    for chunk in items:
+        for choice in chunk["choices"]:
+            calls = choice["delta"].get("tool_calls")
+            if calls:
+                for call in calls:
+                    if call.get("id") is not None:
+                        bufs[call["index"]] = []
+                    bufs[call["index"]].append(call["function"]["arguments"])
+            if choice["finish_reason"] is not None:
+                out = [from_json("".join(parts)) for parts in bufs.values()]
+    return _clock() - t0, out
+
+
+def floor_responses_objects(items: list[Any], complete: bool) -> tuple[int, Any]:
+    t0 = _clock()
+    bufs: dict[str, list[str]] = {}
+    out = []
+    for ev in items:
+        kind = ev.type
+        if kind == "response.function_call_arguments.delta":
+            bufs[ev.item_id].append(ev.delta)
+        elif kind == "response.output_item.added":
+            bufs[ev.item.id] = []
+        elif kind == "response.function_call_arguments.done":
+            out.append(from_json("".join(bufs.pop(ev.item_id))))
+    return _clock() - t0, out
+
+
+def floor_responses_dicts(items: list[Any], complete: bool) -> tuple[int, Any]:
+    t0 = _clock()
+    bufs: dict[str, list[str]] = {}
+    out = []
+    for ev in items:
+        kind = ev["type"]
+        if kind == "response.function_call_arguments.delta":
+            bufs[ev["item_id"]].append(ev["delta"])
+        elif kind == "response.output_item.added":
+            bufs[ev["item"]["id"]] = []
+        elif kind == "response.function_call_arguments.done":
+            out.append(from_json("".join(bufs.pop(ev["item_id"]))))
+    return _clock() - t0, out
+
+
+def floor_anthropic_objects(items: list[Any], complete: bool) -> tuple[int, Any]:
+    t0 = _clock()
+    bufs: dict[int, list[str]] = {}
+    out = []
+    for ev in items:
+        kind = ev.type
+        if kind == "content_block_delta":
+            bufs[ev.index].append(ev.delta.partial_json)
+        elif kind == "content_block_start":
+            bufs[ev.index] = []
+        elif kind == "content_block_stop":
+            out.append(from_json("".join(bufs.pop(ev.index))))
+    return _clock() - t0, out
+
+
+def floor_anthropic_dicts(items: list[Any], complete: bool) -> tuple[int, Any]:
+    t0 = _clock()
+    bufs: dict[int, list[str]] = {}
+    out = []
+    for ev in items:
+        kind = ev["type"]
+        if kind == "content_block_delta":
+            bufs[ev["index"]].append(ev["delta"]["partial_json"])
+        elif kind == "content_block_start":
+            bufs[ev["index"]] = []
+        elif kind == "content_block_stop":
+            out.append(from_json("".join(bufs.pop(ev["index"]))))
+    return _clock() - t0, out
+
+
+FLOORS: dict[str, RunFn] = {
+    "seed-dicts": floor_seed,
+    "chat-objects": floor_chat_objects,
+    "chat-dicts": floor_chat_dicts,
+    "responses-objects": floor_responses_objects,
+    "responses-dicts": floor_responses_dicts,
+    "anthropic-objects": floor_anthropic_objects,
+    "anthropic-dicts": floor_anthropic_dicts,
+}
+
+
+# -- the library --------------------------------------------------------------------------
+
+
+def _args_of(calls: list[Any]) -> list[Any]:
+    """The parsed arguments of calls that are running (others are a failure: ``<status>``)."""
+    return [c.args if str(c.status) in ("running", "done") else f"<{c.status}>" for c in calls]
+
+
+def machine_run(items: list[Any], complete: bool) -> tuple[int, Any]:
+    from toolcall_tracker import tool_call_streaming_state_machine
+
+    t0 = _clock()
+    machine = tool_call_streaming_state_machine()
+    apply = machine.apply
+    for ev in items:
+        apply(ev)
+    elapsed = _clock() - t0
+    return elapsed, _args_of(machine.list()) if complete else None
+
+
+def _consume_run(backend: str) -> RunFn:
+    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+        import anyio
+
+        from toolcall_tracker import ToolCallTracker
+
+        async def source() -> Any:
+            for item in items:
+                yield item
+
+        async def main() -> tuple[int, Any]:
+            t0 = _clock()
+            tracker = ToolCallTracker()
+            await tracker.consume(source())
+            elapsed = _clock() - t0
+            return elapsed, _args_of(tracker.list()) if complete else None
+
+        result: tuple[int, Any] = anyio.run(main, backend=backend)
+        return result
+
+    return run
+
+
+def _adapter_run(module: str, cls_name: str) -> tuple[RunFn | None, str]:
+    try:
+        mod = __import__(f"toolcall_tracker.adapters.{module}", fromlist=[cls_name])
+        cls = getattr(mod, cls_name)
+    except (ImportError, AttributeError) as exc:
+        return None, f"toolcall_tracker.adapters.{module}.{cls_name} not available ({exc})"
+
+    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+        from toolcall_tracker import ToolCallTracker
+
+        t0 = _clock()
+        adapter = cls()
+        tracker = ToolCallTracker()
+        feed = adapter.feed
+        apply = tracker.apply
+        for item in items:
+            for ev in feed(item):
+                apply(ev)
+        if complete:
+            for ev in adapter.end():
+                apply(ev)
+        elapsed = _clock() - t0
+        return elapsed, _args_of(tracker.list()) if complete else None
+
+    return run, ""
+
+
+# -- competitors: the official clients' accumulators and two frameworks ---------------------
+
+
+def _openai_chat_state() -> tuple[RunFn | None, str]:
+    try:
+        from openai.lib.streaming.chat import ChatCompletionStreamState
+    except ImportError as exc:
+        return None, f"openai ChatCompletionStreamState not importable ({exc})"
+
+    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+        t0 = _clock()
+        state: Any = ChatCompletionStreamState()
+        handle = state.handle_chunk
+        for chunk in items:
+            for _ in handle(chunk):
+                pass
+        args = None
+        if complete:
+            final = state.get_final_completion()
+            calls = final.choices[0].message.tool_calls or []
+            args = [from_json(c.function.arguments) for c in calls]
+        return _clock() - t0, args
+
+    return run, ""
+
+
+def _openai_responses_state() -> tuple[RunFn | None, str]:
+    try:
+        from openai import omit
+        from openai.lib.streaming.responses import ResponseStreamState  # type: ignore[attr-defined]
+    except ImportError:
+        try:
+            from openai import omit
+            from openai.lib.streaming.responses._responses import ResponseStreamState
+        except ImportError as exc:
+            return None, f"openai ResponseStreamState not importable ({exc})"
+
+    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+        t0 = _clock()
+        state: Any = ResponseStreamState(input_tools=omit, text_format=omit)
+        handle = state.handle_event
+        for ev in items:
+            handle(ev)
+        args = None
+        if complete:
+            final = state._completed_response
+            args = [from_json(o.arguments) for o in final.output if o.type == "function_call"]
+        return _clock() - t0, args
+
+    return run, ""
+
+
+def _anthropic_accumulator() -> tuple[RunFn | None, str]:
+    try:
+        from anthropic.lib.streaming._messages import accumulate_event
+    except ImportError as exc:
+        return None, f"anthropic accumulate_event not importable ({exc})"
+
+    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+        t0 = _clock()
+        snapshot = None
+        bufs: dict[int, bytes] = {}
+        for ev in items:
+            snapshot = accumulate_event(event=ev, current_snapshot=snapshot, json_bufs=bufs)
+        args = None
+        if complete and snapshot is not None:
+            # accumulate_event already parsed each block's input (partially, at every delta)
+            args = [block.input for block in snapshot.content if block.type == "tool_use"]
+        return _clock() - t0, args
+
+    return run, ""
+
+
+def _pydantic_ai_manager() -> tuple[Any, str]:
+    try:
+        from pydantic_ai._parts_manager import ModelResponsePartsManager
+        from pydantic_ai.models import ModelRequestParameters
+    except ImportError as exc:
+        return None, f"pydantic-ai-slim not installed ({exc})"
+
+    def make() -> Any:
+        return ModelResponsePartsManager(model_request_parameters=ModelRequestParameters())
+
+    return make, ""
+
+
+def _pydantic_ai_final(manager: Any) -> list[Any]:
+    return [part.args_as_dict() for part in manager.get_parts()]
+
+
+def _pydantic_ai_chat() -> tuple[RunFn | None, str]:
+    make, why = _pydantic_ai_manager()
+    if make is None:
+        return None, why
+
+    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+        # As pydantic-ai's OpenAI-compatible models drive it, per streamed tool-call delta.
+        t0 = _clock()
+        manager = make()
+        handle = manager.handle_tool_call_delta
+        for chunk in items:
+            for choice in chunk.choices:
+                for dtc in choice.delta.tool_calls or ():
+                    fn = dtc.function
+                    handle(
+                        vendor_part_id=dtc.index,
+                        tool_name=fn.name if fn is not None else None,
+                        args=fn.arguments if fn is not None else None,
+                        tool_call_id=dtc.id,
+                    )
+        args = _pydantic_ai_final(manager) if complete else None
+        return _clock() - t0, args
+
+    return run, ""
+
+
+def _pydantic_ai_anthropic() -> tuple[RunFn | None, str]:
+    make, why = _pydantic_ai_manager()
+    if make is None:
+        return None, why
+
+    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+        # As pydantic-ai's Anthropic model drives it: a part per tool_use block, by index.
+        t0 = _clock()
+        manager = make()
+        handle = manager.handle_tool_call_delta
+        for ev in items:
+            kind = ev.type
+            if kind == "content_block_delta":
+                if ev.delta.type == "input_json_delta":
+                    handle(vendor_part_id=ev.index, args=ev.delta.partial_json)
+            elif kind == "content_block_start":
+                block = ev.content_block
+                if block.type == "tool_use":
+                    handle(
+                        vendor_part_id=ev.index,
+                        tool_name=block.name,
+                        args=None,
+                        tool_call_id=block.id,
+                    )
+        args = _pydantic_ai_final(manager) if complete else None
+        return _clock() - t0, args
+
+    return run, ""
+
+
+def _pydantic_ai_responses() -> tuple[RunFn | None, str]:
+    make, why = _pydantic_ai_manager()
+    if make is None:
+        return None, why
+
+    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+        # As pydantic-ai's Responses model drives it: a part per function_call item, by id.
+        t0 = _clock()
+        manager = make()
+        handle = manager.handle_tool_call_delta
+        for ev in items:
+            kind = ev.type
+            if kind == "response.function_call_arguments.delta":
+                handle(vendor_part_id=ev.item_id, args=ev.delta)
+            elif kind == "response.output_item.added":
+                item = ev.item
+                if item.type == "function_call":
+                    handle(
+                        vendor_part_id=item.id,
+                        tool_name=item.name,
+                        args=item.arguments,
+                        tool_call_id=item.call_id,
+                    )
+        args = _pydantic_ai_final(manager) if complete else None
+        return _clock() - t0, args
+
+    return run, ""
+
+
+def _langchain_chat() -> tuple[RunFn | None, str]:
+    try:
+        from langchain_core.messages import AIMessageChunk
+    except ImportError as exc:
+        return None, f"langchain-core not installed ({exc})"
+
+    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+        # Each chunk becomes an AIMessageChunk with tool_call_chunks (as langchain-openai
+        # converts it), and the chunks are summed with + as LangChain streams aggregate.
+        t0 = _clock()
+        total: Any = None
+        for chunk in items:
+            for choice in chunk.choices:
+                tool_chunks = [
+                    {
+                        "name": dtc.function.name if dtc.function else None,
+                        "args": dtc.function.arguments if dtc.function else None,
+                        "id": dtc.id,
+                        "index": dtc.index,
+                        "type": "tool_call_chunk",
+                    }
+                    for dtc in choice.delta.tool_calls or ()
+                ]
+                message = AIMessageChunk(
+                    content=choice.delta.content or "", tool_call_chunks=tool_chunks
+                )
+                total = message if total is None else total + message
+        args = None
+        if complete and total is not None:
+            args = [call["args"] for call in total.tool_calls]
+        return _clock() - t0, args
+
+    return run, ""
+
+
+# -- the registry -------------------------------------------------------------------------
+
+_SDK_FAMILIES = ("chat", "responses", "anthropic")
+
+
+def all_subjects() -> list[Subject]:
+    """Every subject, in table order. Unavailable ones carry ``skip``."""
+    subjects = [
+        Subject("floor", "seed-dicts", "floor", floor_seed, note="bare loop"),
+        Subject("machine", "seed-dicts", "library", machine_run, floor="seed-dicts"),
+        Subject("machine", "seed-models", "library", machine_run, floor="seed-dicts"),
+        Subject("consume/asyncio", "seed-dicts", "library", _consume_run("asyncio"), "seed-dicts"),
+        Subject("consume/trio", "seed-dicts", "library", _consume_run("trio"), "seed-dicts"),
+    ]
+    try:
+        import trio  # noqa: F401
+    except ImportError as exc:
+        subjects[-1].run, subjects[-1].skip = None, f"trio not installed ({exc})"
+
+    adapters = {
+        "chat": ("openai", "OpenAIChatAdapter"),
+        "responses": ("openai", "OpenAIResponsesAdapter"),
+        "anthropic": ("anthropic", "AnthropicAdapter"),
+    }
+    competitors: dict[str, list[tuple[str, Callable[[], tuple[RunFn | None, str]], str]]] = {
+        "chat": [
+            ("openai ChatCompletionStreamState", _openai_chat_state, ""),
+            ("pydantic-ai parts manager", _pydantic_ai_chat, ""),
+            ("langchain AIMessageChunk +", _langchain_chat, "incl. chunk conversion"),
+        ],
+        "responses": [
+            ("openai ResponseStreamState", _openai_responses_state, ""),
+            ("pydantic-ai parts manager", _pydantic_ai_responses, ""),
+        ],
+        "anthropic": [
+            ("anthropic accumulate_event", _anthropic_accumulator, ""),
+            ("pydantic-ai parts manager", _pydantic_ai_anthropic, ""),
+        ],
+    }
+    for provider in _SDK_FAMILIES:
+        objects, dicts = f"{provider}-objects", f"{provider}-dicts"
+        subjects.append(Subject("floor", objects, "floor", FLOORS[objects], note="bare loop"))
+        subjects.append(Subject("floor", dicts, "floor", FLOORS[dicts], note="bare loop"))
+        module, cls_name = adapters[provider]
+        run, why = _adapter_run(module, cls_name)
+        title = f"{cls_name} + tracker"
+        subjects.append(Subject(title, objects, "adapter", run, objects, skip=why))
+        subjects.append(Subject(title, dicts, "adapter", run, dicts, skip=why))
+        for name, factory, note in competitors[provider]:
+            run, why = factory()
+            subjects.append(
+                Subject(name, objects, "competitor", run, objects, True, note=note, skip=why)
+            )
+    return subjects
