@@ -417,11 +417,12 @@ def _build_arguments(
         annotation = (
             Any if parameter.annotation is inspect.Parameter.empty else parameter.annotation
         )
-        description = None if _has_description(annotation) else docs.get(parameter.name)
-        if parameter.default is inspect.Parameter.empty:
-            info = Field(alias=parameter.name, description=description)
-        else:
-            info = Field(parameter.default, alias=parameter.name, description=description)
+        options: dict[str, Any] = {"alias": parameter.name}
+        if parameter.name in docs and not _has_description(annotation):
+            options["description"] = docs[parameter.name]
+        if parameter.default is not inspect.Parameter.empty:
+            options["default"] = parameter.default
+        info = Field(**options)
         fields[f"p{len(names)}"] = (annotation, info)
         names.append(parameter.name)
     config = ConfigDict(extra="allow" if var_keyword else "forbid")

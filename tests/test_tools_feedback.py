@@ -1,0 +1,231 @@
+"""Feeding results back: the message builders, checked against the SDKs' request types."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+from anthropic.types import ContentBlockParam, MessageParam
+from google.genai import types as genai
+from openai.types.chat import ChatCompletionMessageParam
+from openai.types.responses import ResponseInputItemParam
+from pydantic import BaseModel, TypeAdapter
+
+from _runner_helpers import call_events, from_list
+from conftest import DEADLINE
+from toolcall_tracker import ToolCall, ToolCallTracker
+from toolcall_tracker.feedback import (
+    anthropic_messages,
+    error_text,
+    gemini_contents,
+    jsonable,
+    openai_chat_messages,
+    openai_responses_items,
+    result_text,
+)
+from toolcall_tracker.runner import ToolRunner
+
+
+class Forecast(BaseModel):
+    city: str
+    high: float
+
+
+@dataclasses.dataclass
+class Stamp:
+    at: datetime.date
+
+
+async def forecast(city: str) -> Forecast:
+    return Forecast(city=city, high=21.5)
+
+
+def stamp() -> Stamp:
+    return Stamp(at=datetime.date(2024, 5, 1))
+
+
+def greet(name: str) -> str:
+    return f"hello {name}"
+
+
+def fail() -> None:
+    raise ValueError("nope")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the builders are synchronous; one backend is enough to make calls
+
+
+async def finished_calls() -> list[ToolCall]:
+    events = [
+        *call_events("call_1", "forecast", {"city": "Oslo"}),
+        *call_events("call_2", "greet", {"name": "Ann"}),
+        *call_events("call_3", "stamp"),
+        *call_events("call_4", "fail"),
+        *call_events("call_5", "greet", {"name": 3}),
+        *call_events("call_6", "greet", '{"name": '),
+    ]
+    tracker = ToolCallTracker()
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tracker.consume, from_list(events))
+            return await ToolRunner([forecast, greet, stamp, fail], eager=True).run(tracker)
+
+
+@pytest.fixture
+async def calls(anyio_backend: str) -> list[ToolCall]:
+    return await finished_calls()
+
+
+def materialize(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: materialize(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, Iterator)):
+        return [materialize(item) for item in value]
+    return value
+
+
+def check_typed(annotation: Any, value: Any) -> None:
+    """``value`` validates as ``annotation`` and no key is dropped on the way."""
+    validated = materialize(TypeAdapter(annotation).validate_python(value))
+    assert validated == materialize(value)
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+def test_result_and_error_text() -> None:
+    assert result_text("plain text") == "plain text"
+    assert json.loads(result_text(Forecast(city="x", high=1))) == {"city": "x", "high": 1.0}
+    assert json.loads(result_text(Stamp(at=datetime.date(2024, 1, 2)))) == {"at": "2024-01-02"}
+    assert json.loads(result_text({"set": {1}})) == {"set": [1]}
+    assert json.loads(result_text(object()))  # unknown objects fall back to str
+    assert json.loads(error_text("bad")) == {"error": "bad"}
+    assert jsonable(None) is None
+
+
+# -- the four providers -------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_openai_chat_messages(calls: list[ToolCall]) -> None:
+    messages = openai_chat_messages(calls)
+    for message in messages:
+        check_typed(ChatCompletionMessageParam, message)
+    assistant, *replies = messages
+    assert assistant["role"] == "assistant"
+    assert [c["id"] for c in assistant["tool_calls"]] == [c.id for c in calls]
+    assert assistant["tool_calls"][1]["function"] == {
+        "name": "greet",
+        "arguments": '{"name": "Ann"}',
+    }
+    assert [r["role"] for r in replies] == ["tool"] * 6
+    by_id = {r["tool_call_id"]: r["content"] for r in replies}
+    assert json.loads(by_id["call_1"]) == {"city": "Oslo", "high": 21.5}
+    assert by_id["call_2"] == "hello Ann"
+    assert json.loads(by_id["call_3"]) == {"at": "2024-05-01"}
+    assert json.loads(by_id["call_4"])["error"]["kind"] == "tool_exception"
+    bad = json.loads(by_id["call_5"])["error"]
+    assert bad["kind"] == "validation"
+    assert bad["errors"][0]["path"] == ["name"]
+    assert json.loads(by_id["call_6"])["error"]["kind"] == "invalid_arguments"
+    assert openai_chat_messages(calls, include_calls=False) == replies
+    assert openai_chat_messages([]) == []
+
+
+@pytest.mark.anyio
+async def test_openai_responses_items(calls: list[ToolCall]) -> None:
+    items = openai_responses_items(calls)
+    for item in items:
+        check_typed(ResponseInputItemParam, item)
+    assert [i["type"] for i in items] == ["function_call"] * 6 + ["function_call_output"] * 6
+    assert items[0] == {
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "forecast",
+        "arguments": '{"city": "Oslo"}',
+    }
+    assert items[7] == {"type": "function_call_output", "call_id": "call_2", "output": "hello Ann"}
+    assert openai_responses_items(calls, include_calls=False) == items[6:]
+
+
+@pytest.mark.anyio
+async def test_anthropic_messages(calls: list[ToolCall]) -> None:
+    messages = anthropic_messages(calls)
+    for message in messages:
+        # pydantic validates MessageParam's Iterable content lazily, and iterating that
+        # validator panics in pydantic-core here, so the blocks are checked one by one.
+        shell = TypeAdapter(MessageParam).validate_python(message)
+        assert set(shell) == set(message)
+        for block in message["content"]:
+            check_typed(ContentBlockParam, block)
+    assistant, user = messages
+    assert assistant["content"][0] == {
+        "type": "tool_use",
+        "id": "call_1",
+        "name": "forecast",
+        "input": {"city": "Oslo"},
+    }
+    assert assistant["content"][5]["input"] == {}  # its arguments never parsed
+    assert user["role"] == "user"
+    flags = {block["tool_use_id"]: block["is_error"] for block in user["content"]}
+    assert flags == {
+        "call_1": False,
+        "call_2": False,
+        "call_3": False,
+        "call_4": True,
+        "call_5": True,
+        "call_6": True,
+    }
+    assert user["content"][3]["content"].startswith('{"error":{"kind":"tool_exception"')
+    assert anthropic_messages(calls, include_calls=False) == [user]
+
+
+@pytest.mark.anyio
+async def test_gemini_contents(calls: list[ToolCall]) -> None:
+    contents = gemini_contents(calls)
+    parsed = [genai.Content.model_validate(content) for content in contents]
+    model, user = parsed
+    assert model.role == "model"
+    assert user.role == "user"
+    assert model.parts is not None
+    assert user.parts is not None
+    call = model.parts[0].function_call
+    assert call is not None
+    assert (call.name, call.args, call.id) == ("forecast", {"city": "Oslo"}, None)
+    responses = [part.function_response for part in user.parts]
+    assert all(r is not None for r in responses)
+    assert responses[0].response == {"output": {"city": "Oslo", "high": 21.5}}  # type: ignore[union-attr]
+    assert responses[1].response == {"output": "hello Ann"}  # type: ignore[union-attr]
+    assert responses[3].response["error"]["kind"] == "tool_exception"  # type: ignore[index,union-attr]
+    with_ids = gemini_contents(calls, include_ids=True, include_calls=False)
+    assert len(with_ids) == 1
+    part = genai.Content.model_validate(with_ids[0]).parts[0]  # type: ignore[index]
+    assert part.function_response.id == "call_1"  # type: ignore[union-attr]
+
+
+def test_unfinished_calls_are_refused() -> None:
+    running = ToolCall(id="x", name="greet", status="running")
+    for build in (openai_chat_messages, openai_responses_items, anthropic_messages):
+        with pytest.raises(ValueError, match="still running"):
+            build([running])
+    with pytest.raises(ValueError, match="still running"):
+        gemini_contents([running])
+
+
+def test_custom_renderers() -> None:
+    done = ToolCall(id="a", name="greet", status="done", result={"x": 1}, args_text="{}")
+    failed = ToolCall(id="b", name="greet", status="error", error="boom", args_text="{}")
+    messages = openai_chat_messages(
+        [done, failed],
+        include_calls=False,
+        render_result=lambda value: f"R:{value}",
+        render_error=lambda value: f"E:{value}",
+    )
+    assert [m["content"] for m in messages] == ["R:{'x': 1}", "E:boom"]
