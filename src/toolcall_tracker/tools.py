@@ -30,11 +30,20 @@ import copy
 import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Annotated, Any, Generic, TypeAlias, TypeVar, get_args, get_origin, overload
+from typing import (
+    Annotated,
+    Any,
+    Generic,
+    ParamSpec,
+    TypeAlias,
+    TypeVar,
+    get_args,
+    get_origin,
+    overload,
+)
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
-from typing_extensions import ParamSpec
 
 __all__ = [
     "Tool",
