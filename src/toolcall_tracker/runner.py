@@ -196,6 +196,10 @@ class _Run:
                 async with anyio.create_task_group() as tg:
                     async for call in calls:
                         tg.start_soon(self._call, call, name=f"tool {call.name} ({call.id})")
+            if scope.cancelled_caught:  # the overall timeout expired
+                self._sweep(lambda call: self._timed_out(call, "run", self._started(call)))
+                async for call in calls:  # later calls cannot run any more; fail them
+                    self._fail_if_running(call, self._timed_out(call, "run", False))
         except BaseException as exc:
             # Cancelled from outside, or something went badly wrong: nothing stays running.
             reason = (
@@ -205,10 +209,6 @@ class _Run:
             )
             self._sweep(lambda call: self._cancelled(call, self._started(call), reason))
             raise
-        if scope.cancelled_caught:  # the overall timeout expired
-            self._sweep(lambda call: self._timed_out(call, "run", self._started(call)))
-            async for call in calls:  # later calls cannot run any more; fail them
-                self._fail_if_running(call, self._timed_out(call, "run", False))
 
     # -- one call ---------------------------------------------------------------------
 
