@@ -425,7 +425,8 @@ class OpenAIChatAdapter(_Emitter):
         if error is not None and self._error is None:
             message = _get(error, "message")
             code = _get(error, "code")
-            self._error = f"error: {message if type(message) is str else error!r:.200}"
+            text = message if type(message) is str else repr(error)
+            self._error = f"error: {text:.200}"
             reason = f"error: {code}" if type(code) is str and code else "error"
             for state in self._choices.values():
                 self._cut_off(state, reason, out)
