@@ -258,7 +258,8 @@ def _cpu_model() -> str:
 
 def select(args: argparse.Namespace) -> tuple[list[subj.Subject], list[WorkloadSpec]]:
     everything = subj.all_subjects()
-    chosen = [s for s in everything if not args.only or any(o in s.name for o in args.only)]
+    wanted = [o.lower() for o in args.only or ()]
+    chosen = [s for s in everything if not wanted or any(o in s.name.lower() for o in wanted)]
     floors = {s.floor for s in chosen if s.floor}
     chosen = [s for s in everything if s in chosen or (s.kind == "floor" and s.family in floors)]
     specs = QUICK if args.quick else FULL
@@ -450,8 +451,8 @@ def _find(report: Report, workload: str, subject: str, family: str) -> Result | 
 def summarize(report: Report) -> dict[str, Any]:
     out: dict[str, Any] = {"linearity": [], "consume_vs_machine": [], "targets": []}
     workloads = list(dict.fromkeys(r.workload for r in report.results))
-    pairs = {(r.subject, r.input) for r in report.results}
-    for subject, family in sorted(pairs):
+    pairs = dict.fromkeys((r.subject, r.input) for r in report.results)
+    for subject, family in pairs:
         big, small = _find(report, LARGE, subject, family), _find(report, SMALL, subject, family)
         if big and small and big.ns_per_byte and small.ns_per_byte and not big.capped:
             out["linearity"].append(
@@ -567,10 +568,6 @@ def print_summary(report: Report) -> None:
     for t in s["targets"]:
         measured = "-" if t["measured"] is None else f"{t['measured']:.2f}"
         print(f"{t['status']:<5} {t['target']:<96} {measured}")
-    if report.notes:
-        print()
-        for note in report.notes:
-            print(f"note: {note}")
 
 
 def write_json(report: Report, path: str) -> None:
