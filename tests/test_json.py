@@ -421,3 +421,42 @@ def test_accepts_exactly_what_the_stdlib_accepts(text: str) -> None:
     else:
         assert call.status == "error", (text, call.args)
         assert isinstance(call.error, InvalidArguments)
+
+
+# --------------------------------------------------------------------------------------
+# Positions are character offsets, also after non-ASCII text.
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "bad_part"),
+    [('["é", x]', "x"), ('{"日本": 1,\n "é": tru}', "tru"), ('["\U0001f600", ]', "]")],
+)
+def test_position_counts_characters_after_non_ascii_text(text: str, bad_part: str) -> None:
+    error = assert_invalid(ready_with(text))
+    bad = text.rindex(bad_part)
+    assert error.position == bad
+    assert error.line == text.count("\n", 0, bad) + 1
+    assert error.column == bad - (text.rfind("\n", 0, bad) + 1) + 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core bug: for NaN/Infinity and over-long integers the position is taken from "
+    "pydantic-core's message, whose column counts UTF-8 bytes, not characters",
+)
+@pytest.mark.parametrize(
+    ("text", "literal"),
+    [('["é", NaN]', "NaN"), ('{"日本語": Infinity}', "Infinity"), ('["\U0001f600", NaN]', "NaN")],
+)
+def test_nan_position_counts_characters_after_non_ascii_text(text: str, literal: str) -> None:
+    error = assert_invalid(ready_with(text), literal)
+    assert error.position == text.index(literal)
+    assert error.column == text.index(literal) + 1
+
+
+@pytest.mark.parametrize(("text", "literal"), [("[NaN]", "NaN"), ('{"a": Infinity}', "Infinity")])
+def test_nan_position_in_ascii_text(text: str, literal: str) -> None:
+    error = assert_invalid(ready_with(text), literal)
+    assert error.position == text.index(literal)
+    assert error.column == text.index(literal) + 1
