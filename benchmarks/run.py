@@ -221,6 +221,7 @@ def machine_meta(args: argparse.Namespace) -> dict[str, Any]:
         "processor": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "cpus_usable": usable,
+        "load_average": _load(),
         "commit": _git("rev-parse", "--short", "HEAD") + (" (src modified)" if dirty else ""),
         "versions": {
             d: _version(d)
@@ -244,6 +245,13 @@ def machine_meta(args: argparse.Namespace) -> dict[str, Any]:
         "seed": streams.SEED,
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
     }
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
 
 
 def _cpu_model() -> str:
@@ -292,11 +300,18 @@ def run_all(args: argparse.Namespace) -> Report:
         for note in notes:
             report.notes.append(f"{spec.name}: {note}")
         rows: list[Result] = []
+        failed: list[str] = []
         for s in runnable:
             fam = w.families.get(s.family)
             if fam is None:
                 continue
-            r = measure(s, fam, w.expected, args.repeats, args.budget, args.min_sample)
+            try:
+                r = measure(s, fam, w.expected, args.repeats, args.budget, args.min_sample)
+            except Exception as exc:  # one broken subject must not sink the run
+                why = f"raised {type(exc).__name__}: {str(exc)[:160]}"
+                failed.append(f"FAILED {s.name} on {s.family}: {why}")
+                report.skipped.append({"subject": s.name, "input": s.family, "why": why})
+                continue
             r.workload = spec.name
             rows.append(r)
         floors = {r.input: r for r in rows if r.kind == "floor"}
@@ -305,7 +320,7 @@ def run_all(args: argparse.Namespace) -> Report:
             if ref is not None and ref.us_per_event:
                 r.ratio_to_floor = r.us_per_event / ref.us_per_event
         report.results.extend(rows)
-        print_workload(spec, w, rows, notes, built, time.perf_counter() - t0 - built)
+        print_workload(spec, w, rows, failed + notes, built, time.perf_counter() - t0 - built)
         if spec.name == LARGE:
             report.memory = memory_section(w, runnable)
         del w
@@ -330,7 +345,10 @@ def memory_section(w: streams.Workload, runnable: list[subj.Subject]) -> list[di
         fam = w.families.get(s.family)
         if fam is None:
             continue
-        peak = peak_memory(s.run, fam.items)
+        try:
+            peak = peak_memory(s.run, fam.items)
+        except Exception:
+            continue
         rows.append(
             {
                 "subject": s.name,
@@ -361,7 +379,8 @@ def print_header(meta: dict[str, Any]) -> None:
     print(f"date:      {meta['date']}")
     print(f"machine:   {meta['python']} on {meta['platform']}")
     print(
-        f"cpu:       {meta['processor']}; {meta['cpu_count']} cpus ({meta['cpus_usable']} usable)"
+        f"cpu:       {meta['processor']}; {meta['cpu_count']} cpus ({meta['cpus_usable']} "
+        f"usable); load average at start {meta['load_average']}"
     )
     print(f"commit:    {meta['commit']}")
     print("versions:  " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()))
@@ -633,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     start = time.perf_counter()
     report = run_all(args)
-    print(f"\ntotal time: {time.perf_counter() - start:.1f} s")
+    print(f"\ntotal time: {time.perf_counter() - start:.1f} s; load average at end {_load()}")
     if args.json:
         write_json(report, args.json)
     return 0
