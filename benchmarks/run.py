@@ -338,7 +338,7 @@ def memory_section(w: streams.Workload, runnable: list[subj.Subject]) -> list[di
             continue
         if s.kind == "floor" and s.family not in ("seed-dicts",):
             continue
-        if s.name.startswith("consume"):
+        if "consume" in s.name:
             continue
         if s.kind == "adapter" and not s.family.endswith("-objects"):
             continue
@@ -394,7 +394,7 @@ def print_header(meta: dict[str, Any]) -> None:
 
 
 COLUMNS = (
-    ("subject", 34, "<"),
+    ("subject", 38, "<"),
     ("input", 17, "<"),
     ("events", 15, ">"),
     ("us/event", 9, ">"),

@@ -235,6 +235,37 @@ def _adapter_run(module: str, cls_name: str) -> tuple[RunFn | None, str]:
     return run, ""
 
 
+def _adapted_consume_run(module: str, cls_name: str) -> tuple[RunFn | None, str]:
+    """``await tracker.consume(adapt(source, Adapter()))`` on asyncio: the async user path."""
+    try:
+        mod = __import__(f"toolcall_tracker.adapters.{module}", fromlist=[cls_name])
+        cls = getattr(mod, cls_name)
+        from toolcall_tracker.adapters import adapt
+    except (ImportError, AttributeError) as exc:
+        return None, f"toolcall_tracker.adapters.{module}.{cls_name} not available ({exc})"
+
+    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+        import anyio
+
+        from toolcall_tracker import ToolCallTracker
+
+        async def source() -> Any:
+            for item in items:
+                yield item
+
+        async def main() -> tuple[int, Any]:
+            t0 = _clock()
+            tracker = ToolCallTracker()
+            await tracker.consume(adapt(source(), cls()))
+            elapsed = _clock() - t0
+            return elapsed, _args_of(tracker.list()) if complete else None
+
+        result: tuple[int, Any] = anyio.run(main, backend="asyncio")
+        return result
+
+    return run, ""
+
+
 # -- competitors: the official clients' accumulators and two frameworks ---------------------
 
 
@@ -493,6 +524,9 @@ def all_subjects() -> list[Subject]:
         title = f"{cls_name} + tracker"
         subjects.append(Subject(title, objects, "adapter", run, objects, skip=why))
         subjects.append(Subject(title, dicts, "adapter", run, dicts, skip=why))
+        run, why = _adapted_consume_run(module, cls_name)
+        title = f"consume(adapt({cls_name}))"
+        subjects.append(Subject(title, objects, "adapter", run, objects, note="asyncio", skip=why))
         for name, factory, note in competitors[provider]:
             run, why = factory()
             subjects.append(
