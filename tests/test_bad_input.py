@@ -7,6 +7,8 @@ from collections import OrderedDict, UserDict
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from toolcall_tracker import (
@@ -297,3 +299,46 @@ def test_models_are_frozen_and_strict() -> None:
         start.id = "t2"  # type: ignore[misc]
     with pytest.raises(ValidationError):
         Start(id="t1", name=5)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------
+# A plain dict (checked by a hand-written fast path) and any other mapping (validated by
+# pydantic) must be treated the same, whatever their content.
+# --------------------------------------------------------------------------------------
+
+
+class Text(str):
+    """A str subclass: the fast path checks ``type(x) is str``, validation does not."""
+
+
+FIELD_NAMES = st.sampled_from(
+    ["type", "id", "name", "argsTextDelta", "args_text_delta", "result", "error", "ok", "reason"]
+)
+FIELD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-1, 1),
+    st.sampled_from(["", "t1", "t2", "{", "[1]", "start", "delta", "ready", "result", "error"]),
+    st.sampled_from(["end", "START", Text("t1"), Text("start"), b"t1"]),
+    st.lists(st.integers(), max_size=1),
+)
+MAPPINGS = st.dictionaries(FIELD_NAMES, FIELD_VALUES, max_size=5)
+
+
+def outcome(events: list[dict[str, Any]], wrap: Any) -> tuple[Any, ...]:
+    reasons: list[IgnoreReason] = []
+    machine = tool_call_streaming_state_machine(on_ignored=lambda e, r: reasons.append(r))
+    results: list[Any] = []
+    for event in events:
+        try:
+            machine.apply(wrap(event))
+            results.append("applied")
+        except InvalidEvent as exc:
+            results.append(("invalid", str(exc).split(":")[0]))
+    return results, reasons, machine.list(), machine.end
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(MAPPINGS, max_size=6))
+def test_dict_fast_path_agrees_with_general_validation(events: list[dict[str, Any]]) -> None:
+    assert outcome(events, dict) == outcome(events, types.MappingProxyType)
