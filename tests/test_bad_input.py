@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import types
 from collections import OrderedDict, UserDict
 from typing import Any
@@ -19,6 +20,7 @@ from toolcall_tracker import (
     Ready,
     Start,
     ToolCallStateMachine,
+    ToolCallTracker,
     ToolCallTrackerError,
     parse_event,
     tool_call_streaming_state_machine,
@@ -219,6 +221,33 @@ def test_unknown_type_with_otherwise_garbage_fields_is_still_ignored() -> None:
     machine.apply({"type": "future_event", "id": 5, "payload": HostileRepr()})
     assert ignored == [IgnoreReason.UNKNOWN_TYPE]
     assert machine.list() == []
+
+
+def test_hostile_repr_in_an_invalid_event_reaches_the_hook_of_a_skipping_tracker() -> None:
+    ignored: list[Any] = []
+    tracker = ToolCallTracker(on_ignored=lambda e, r: ignored.append(r))
+    hostile = HostileRepr()
+    with pytest.raises(InvalidEvent, match="HostileRepr"):
+        tracker.apply(hostile)
+    assert ignored == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=RuntimeError,
+    reason="core bug: the DEBUG log line of an ignored event formats the raw event with %r, "
+    "so a hostile __repr__ breaks logging (a 'Logging error' traceback on stderr, or an "
+    "exception from handlers that raise, like pytest's)",
+)
+def test_hostile_repr_in_an_ignored_event_is_logged_safely(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ignored: list[Any] = []
+    machine = tool_call_streaming_state_machine(on_ignored=lambda e, r: ignored.append(r))
+    with caplog.at_level(logging.DEBUG, logger="toolcall_tracker"):
+        machine.apply({"type": "future_event", "payload": HostileRepr()})
+    assert ignored == [IgnoreReason.UNKNOWN_TYPE]
+    assert any("unknown_type" in record.getMessage() for record in caplog.records)
 
 
 def test_extra_fields_are_ignored() -> None:
