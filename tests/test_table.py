@@ -9,6 +9,7 @@ must change nothing. A README-style copy of the table is compared with
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -465,3 +466,58 @@ def test_ignore_reason_vocabulary_is_small_and_fixed() -> None:
     }
     assert IgnoreReason.UNKNOWN_ID == "unknown_id"
     assert str(IgnoreReason.TURN_ENDED) == "turn_ended"
+
+
+# --------------------------------------------------------------------------------------
+# The table in README.md says the same as reducer.TRANSITIONS, cell by cell.
+# --------------------------------------------------------------------------------------
+
+README_PATH = Path(__file__).resolve().parent.parent / "README.md"
+README_ROWS: dict[str, Any] = {
+    "(no call with that id)": None,
+    "`pending`": Status.PENDING,
+    "`running`": Status.RUNNING,
+    "`done`": Status.DONE,
+    "`error`": Status.ERROR,
+}
+README_ACTIONS = {
+    "new call, `pending`": "CREATE",
+    "append fragment": "APPEND",
+    "parse `args_text`": "PARSE",
+    "`done` with `result`": "FINISH",
+    "`error`": "FAIL",
+}
+
+
+def readme_transition_table() -> list[list[str]]:
+    lines = README_PATH.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| current | start"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def test_readme_md_transition_table_matches_reducer() -> None:
+    header, _rule, *body = readme_transition_table()
+    assert header == ["current", *KINDS]
+    seen = set()
+    for row in body:
+        label, cells = row[0], row[1:]
+        if label.startswith("(forgotten"):
+            key: Any = "forgotten"  # the retention feature's row
+        else:
+            key = README_ROWS[label]
+        seen.add(key)
+        for kind, text in zip(KINDS, cells, strict=True):
+            step = reducer.TRANSITIONS[key][kind]
+            if isinstance(step, IgnoreReason):
+                assert text == f"ignored: `{step.value}`", (label, kind, text)
+            else:
+                wording = [w for w, name in README_ACTIONS.items() if text.startswith(w)]
+                assert wording, (label, kind, text)
+                assert README_ACTIONS[wording[0]] == step.name, (label, kind, text)
+    assert set(README_ROWS.values()) <= seen
+    assert seen == set(reducer.TRANSITIONS)  # every row of the table is documented
