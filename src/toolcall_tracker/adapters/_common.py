@@ -27,6 +27,10 @@ logger: Final = logging.getLogger("toolcall_tracker.adapters")
 """Adapters log the provider items they ignore as malformed here, at DEBUG."""
 
 
+_IS_MAPPING: dict[type, bool] = {}
+"""Per item class: read fields by key (a mapping) or by attribute (an SDK object)."""
+
+
 def _get(item: Any, name: str, camel: str | None = None) -> Any:
     """``item.name`` for an object, ``item[name]`` (or ``item[camel]``) for a mapping.
 
@@ -34,8 +38,15 @@ def _get(item: Any, name: str, camel: str | None = None) -> Any:
     a missing field; an object whose attribute access itself raises still raises, and the
     adapters catch that at their outer boundary.
     """
-    if type(item) is not dict and (isinstance(item, BaseModel) or not isinstance(item, Mapping)):
-        return getattr(item, name, None)
+    kind = type(item)
+    if kind is not dict:
+        is_mapping = _IS_MAPPING.get(kind)
+        if is_mapping is None:
+            is_mapping = _IS_MAPPING[kind] = issubclass(kind, Mapping) and not issubclass(
+                kind, BaseModel
+            )
+        if not is_mapping:
+            return getattr(item, name, None)
     value = item.get(name)
     if value is None and camel is not None:
         value = item.get(camel)

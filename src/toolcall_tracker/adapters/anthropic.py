@@ -65,6 +65,7 @@ from typing import Any, Final, Literal
 from ..errors import CallFailure
 from ._base import AdapterEvent
 from ._common import (
+    _IS_MAPPING,
     _delta,
     _end,
     _error,
@@ -165,6 +166,35 @@ class AnthropicAdapter:
     def feed(self, item: Any) -> list[AdapterEvent]:
         """The tracker events one stream event implies (often none). Never raises."""
         try:
+            # The hot path, inlined: a non-empty fragment for a block already streaming
+            # (as a plain dict, or as an SDK object). Anything else takes the general path.
+            cls = type(item)
+            if cls is dict:
+                if item.get("type") == "content_block_delta":
+                    block = self._blocks.get(item.get("index"))
+                    delta = item.get("delta")
+                    if (
+                        block is not None
+                        and not block.blank
+                        and not block.closed
+                        and type(delta) is dict
+                        and delta.get("type") == "input_json_delta"
+                    ):
+                        text = delta.get("partial_json")
+                        if type(text) is str and text:
+                            return [_delta(block.call_id, text)]
+                    return self._on_delta(item)
+            elif _IS_MAPPING.get(cls) is False and getattr(item, "type", None) == (
+                "content_block_delta"
+            ):
+                block = self._blocks.get(getattr(item, "index", -1))
+                if block is not None and not block.blank and not block.closed:
+                    delta = getattr(item, "delta", None)
+                    if getattr(delta, "type", None) == "input_json_delta":
+                        text = getattr(delta, "partial_json", None)
+                        if type(text) is str and text:
+                            return [_delta(block.call_id, text)]
+                return self._on_delta(item)
             kind = _get(item, "type")
             if kind == "content_block_delta":
                 return self._on_delta(item)
