@@ -169,7 +169,7 @@ async def test_wait_ready_and_wait_done_before_start() -> None:
     with anyio.fail_after(DEADLINE):
         tracker = ToolCallTracker()
         send, receive = channel()
-        async with anyio.create_task_group() as tg:
+        async with receive, anyio.create_task_group() as tg:
             ready = await start_waiter(tg, tracker, "wait_ready", "t1")
             done = await start_waiter(tg, tracker, "wait_done", "t1")
             tg.start_soon(tracker.consume, receive)
@@ -620,7 +620,7 @@ async def test_two_ready_iterators_are_independent() -> None:
         first: list[ToolCall] = []
         second: list[ToolCall] = []
         first_done, second_done = Outcome(), Outcome()
-        async with anyio.create_task_group() as tg:
+        async with receive, anyio.create_task_group() as tg:
             await tg.start(collect_ready, tracker, first, first_done)
             tg.start_soon(tracker.consume, receive)
             for event in call_events("one"):
