@@ -144,6 +144,7 @@ def _get(obj: Any, key: str, default: Any = None) -> Any:
 
 
 _Getter: TypeAlias = Callable[[Any, str, Any], Any]
+_dict_get: Final[_Getter] = dict.get
 
 # ``Delta`` is built once per fragment, so it is built the cheapest way pydantic offers:
 # its validator on the wire-shape dict (what ``Delta(...)`` does minus the Python-level
@@ -379,6 +380,29 @@ class OpenAIChatAdapter(_Emitter):
                 if tool_calls:
                     if type(tool_calls) is list:
                         for fragment in tool_calls:
+                            # The hot path, inline: more text for a started, pending call
+                            # found by index. Anything else takes the general route.
+                            position = get(fragment, "index", None)
+                            if type(position) is int and get(fragment, "id", None) is None:
+                                call = state.by_index.get(position)
+                                function = get(fragment, "function", None)
+                                if (
+                                    call is not None
+                                    and call.status == _PENDING
+                                    and call.started
+                                    and function is not None
+                                    and get(function, "name", None) is None
+                                ):
+                                    arguments = get(function, "arguments", None)
+                                    if type(arguments) is str:
+                                        if arguments:
+                                            call.has_text = True
+                                            out.append(
+                                                _new_delta(
+                                                    {"id": call.id, "argsTextDelta": arguments}
+                                                )
+                                            )
+                                        continue
                             self._fragment(get, state, fragment, out)
                     else:
                         _logger.debug("ignored tool_calls that is not a list: %r", tool_calls)
@@ -602,16 +626,25 @@ class OpenAIResponsesAdapter(_Emitter):
         Raises:
             TypeError: ``item`` is not a provider item at all (see the module docs).
         """
-        kind = _get(item, "type")
+        # Only the item's own fields are read here (nested ones go through ``_get``), so a
+        # dict item can use ``dict.get`` itself.
+        get: _Getter = _dict_get if type(item) is dict else getattr
+        kind = get(item, "type", None)
         out: list[AdapterEvent] = []
         if self._ended:
             return out
-        if kind == _ARGS_DELTA:
-            fragment = _get(item, "delta")
+        if kind == _ARGS_DELTA:  # the hot path
+            fragment = get(item, "delta", None)
             if type(fragment) is str and fragment:
-                call = self._route(_get(item, "item_id"), _get(item, "output_index"), True)
+                item_id = get(item, "item_id", None)
+                call = self._by_item.get(item_id) if type(item_id) is str else None
+                if call is None:
+                    call = self._route(item_id, get(item, "output_index", None), True)
                 if call is not None and call.status == _PENDING:
-                    self._append(call, fragment, out)
+                    call.has_text = True
+                    call.parts.append(fragment)  # kept: the final arguments are compared
+                    if call.started:
+                        out.append(_new_delta({"id": call.id, "argsTextDelta": fragment}))
         elif kind == _ITEM_ADDED:
             self._item(_get(item, "item"), _get(item, "output_index"), None, out)
         elif kind == _ARGS_DONE:
