@@ -19,7 +19,7 @@ import argparse
 import json
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,10 @@ async def get_time(timezone: str) -> dict[str, Any]:
     return {"timezone": timezone, "time": time.strftime("%H:%M")}
 
 
-TOOLS = {"get_weather": get_weather, "get_time": get_time}
+TOOLS: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {
+    "get_weather": get_weather,
+    "get_time": get_time,
+}
 
 
 async def run_tool(tracker: ToolCallTracker, call: ToolCall) -> None:
