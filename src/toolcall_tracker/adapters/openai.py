@@ -21,26 +21,22 @@ that cannot be pinned to a call is ignored (and logged at DEBUG on the
 ``toolcall_tracker.adapters.openai`` logger). The one exception: ``feed`` raises
 :class:`TypeError` for a value that is not a provider item at all (``None``, a string or
 bytes, a number, a list or tuple), which means the wrong stream was plugged in (raw SSE
-lines, say). Items fed after ``end()`` are ignored.
+lines, say). Items fed once the turn is over (after ``end()``, or for Responses after
+its terminal event) are ignored and return ``[]``.
 
-Error values (stored in ``ToolCall.error``; all frozen pydantic models deriving from
-:class:`~toolcall_tracker.CallFailure` through :class:`OpenAICallFailure`):
+Error values (stored in ``ToolCall.error``; frozen pydantic models deriving from
+:class:`~toolcall_tracker.CallFailure` through :class:`OpenAICallFailure`, whose ``api``
+field says ``"chat.completions"`` or ``"responses"``):
 
-=========================  ========================  =====================================
-model                      ``kind``                  when
-=========================  ========================  =====================================
-:class:`OpenAITurnCutOff`  ``turn_cut_off``          the turn stopped (``finish_reason``
-                                                     ``length``/``content_filter``/other,
-                                                     ``response.incomplete``/``failed``,
-                                                     an ``error`` event) before the call's
-                                                     arguments were complete
-:class:`OpenAIMalformed`   ``malformed_tool_call``   a field of the call is unusable
-                                                     (arguments not a string, no name)
-:class:`OpenAIArguments`   ``arguments_mismatch``    (Responses) the final ``arguments``
-``Mismatch``                                         disagree with the streamed text
-:class:`OpenAILate`        ``late_arguments``        (Chat, ``eager=True``) argument text
-``Arguments``                                        arrived for a call already made ready
-=========================  ========================  =====================================
+- :class:`OpenAITurnCutOff` (``kind="turn_cut_off"``): the turn stopped before the call's
+  arguments were complete: ``finish_reason`` ``length``, ``content_filter`` or another
+  non-ok reason; ``response.incomplete`` / ``response.failed``; an ``error`` event.
+- :class:`OpenAIMalformedToolCall` (``kind="malformed_tool_call"``): a field the call
+  needs is unusable (arguments that are not a string, a name that never came).
+- :class:`OpenAIArgumentsMismatch` (``kind="arguments_mismatch"``, Responses): the final
+  ``arguments`` disagree with the streamed text (and do not merely extend it).
+- :class:`OpenAILateArguments` (``kind="late_arguments"``, Chat with ``eager=True``):
+  argument text arrived for a call that had already been made ready.
 """
 
 from __future__ import annotations
