@@ -98,27 +98,40 @@ class Report:
 
 def _once(run: subj.RunFn, items: list[Any], complete: bool) -> tuple[int, Any]:
     gc.collect()
-    return run(items, complete)
+    elapsed, out = run(items, complete, 1)
+    return elapsed, out() if callable(out) else out
 
 
 def _same(got: Any, expected: list[Any]) -> bool:
     return isinstance(got, list) and got == expected
 
 
-def _sample(run: subj.RunFn, items: list[Any], complete: bool, loops: int) -> int:
-    """One timed sample: the mean of ``loops`` back-to-back runs, in ns per run."""
-    gc.collect()
-    return sum(run(items, complete)[0] for _ in range(loops)) // loops
+@dataclass
+class Plan:
+    """How one subject is sampled on one workload, decided by a probing phase."""
+
+    subject: subj.Subject
+    family: streams.Family
+    n: int
+    loops: int
+    checked: bool | None
+    exponent: float | None
+    samples: list[int] = field(default_factory=list)
+
+    def sample(self) -> None:
+        """One timed sample: ``loops`` back-to-back runs, in ns per run."""
+        assert self.subject.run is not None
+        items = self.family.items
+        prefix = items if self.n == len(items) else items[: self.n]
+        gc.collect()
+        elapsed, _ = self.subject.run(prefix, self.n == len(items), self.loops)
+        self.samples.append(elapsed // self.loops)
 
 
-def measure(
-    s: subj.Subject,
-    fam: streams.Family,
-    expected: list[Any],
-    repeats: int,
-    budget_s: float,
-    min_sample_s: float,
-) -> Result:
+def prepare(
+    s: subj.Subject, fam: streams.Family, expected: list[Any], budget_s: float, min_s: float
+) -> Plan:
+    """Warm up, check the result, cap a competitor that is too slow, and pick ``loops``."""
     assert s.run is not None
     items, total = fam.items, len(fam.items)
     budget_ns = budget_s * 1e9
@@ -142,11 +155,15 @@ def measure(
     else:
         elapsed, got = _once(s.run, items, True)  # warm-up and correctness check
         checked = _same(got, expected)
-    # Short runs are repeated back to back so that one sample lasts at least min_sample_s.
-    loops = max(1, min(10_000, math.ceil(min_sample_s * 1e9 / max(elapsed, 1))))
-    prefix = items if n == total else items[:n]
-    runs = [_sample(s.run, prefix, n == total, loops) for _ in range(repeats)]
-    median = int(statistics.median(runs))
+    # Short runs are repeated back to back so that one sample lasts at least min_s.
+    loops = max(1, min(100_000, math.ceil(min_s * 1e9 / max(elapsed, 1))))
+    return Plan(s, fam, n, loops, checked, exponent if n < total else None)
+
+
+def result_of(plan: Plan) -> Result:
+    s, fam, n = plan.subject, plan.family, plan.n
+    total = len(fam.items)
+    median = int(statistics.median(plan.samples))
     nbytes = fam.bytes_upto(n)
     r = Result(
         workload="",
@@ -158,18 +175,18 @@ def measure(
         items_measured=n,
         bytes_measured=nbytes,
         median_ns=median,
-        runs_ns=runs,
+        runs_ns=plan.samples,
         us_per_event=median / n / 1e3,
         events_per_s=n / (median / 1e9) if median else float("inf"),
         ns_per_byte=median / nbytes if nbytes else None,
         capped=n < total,
-        growth_exponent=round(exponent, 2) if exponent is not None and n < total else None,
-        correct=checked,
-        loops=loops,
+        growth_exponent=round(plan.exponent, 2) if plan.exponent is not None else None,
+        correct=plan.checked,
+        loops=plan.loops,
         note=s.note,
     )
     if r.capped:
-        grows = exponent if exponent is not None else 1.0
+        grows = plan.exponent if plan.exponent is not None else 1.0
         r.est_full_us_per_event = r.us_per_event * (total / n) ** max(0.0, grows - 1.0)
     return r
 
@@ -179,7 +196,7 @@ def peak_memory(run: subj.RunFn, items: list[Any]) -> int:
     tracemalloc.start()
     tracemalloc.reset_peak()
     try:
-        run(items, True)
+        run(items, True, 1)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -241,6 +258,7 @@ def machine_meta(args: argparse.Namespace) -> dict[str, Any]:
         "repeats": args.repeats,
         "budget_s": args.budget,
         "min_sample_s": args.min_sample,
+        "clock": args.clock,
         "fragment_bytes": 8,
         "seed": streams.SEED,
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
@@ -299,19 +317,29 @@ def run_all(args: argparse.Namespace) -> Report:
         built = time.perf_counter() - t0
         for note in notes:
             report.notes.append(f"{spec.name}: {note}")
-        rows: list[Result] = []
+        plans: list[Plan] = []
         failed: list[str] = []
+
         for s in runnable:
             fam = w.families.get(s.family)
             if fam is None:
                 continue
             try:
-                r = measure(s, fam, w.expected, args.repeats, args.budget, args.min_sample)
+                plans.append(prepare(s, fam, w.expected, args.budget, args.min_sample))
             except Exception as exc:  # one broken subject must not sink the run
-                why = f"raised {type(exc).__name__}: {str(exc)[:160]}"
-                failed.append(f"FAILED {s.name} on {s.family}: {why}")
-                report.skipped.append({"subject": s.name, "input": s.family, "why": why})
-                continue
+                _fail(report, failed, s, exc)
+        # Samples are taken in rounds, one per subject per round, so that a slow spell of
+        # the machine hits every subject alike instead of a few of them.
+        for _ in range(args.repeats):
+            for plan in list(plans):
+                try:
+                    plan.sample()
+                except Exception as exc:
+                    _fail(report, failed, plan.subject, exc)
+                    plans.remove(plan)
+        rows: list[Result] = []
+        for plan in plans:
+            r = result_of(plan)
             r.workload = spec.name
             rows.append(r)
         floors = {r.input: r for r in rows if r.kind == "floor"}
@@ -329,6 +357,12 @@ def run_all(args: argparse.Namespace) -> Report:
     report.summary = summarize(report)
     print_summary(report)
     return report
+
+
+def _fail(report: Report, failed: list[str], s: subj.Subject, exc: Exception) -> None:
+    why = f"raised {type(exc).__name__}: {str(exc)[:160]}"
+    failed.append(f"FAILED {s.name} on {s.family}: {why}")
+    report.skipped.append({"subject": s.name, "input": s.family, "why": why})
 
 
 def memory_section(w: streams.Workload, runnable: list[subj.Subject]) -> list[dict[str, Any]]:
@@ -385,8 +419,12 @@ def print_header(meta: dict[str, Any]) -> None:
     print(f"commit:    {meta['commit']}")
     print("versions:  " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()))
     print(
-        f"settings:  {meta['mode']} mode; median of {meta['repeats']} samples of >= "
-        f"{meta['min_sample_s']} s each; GC on, prebuilt inputs frozen (gc.freeze); "
+        f"settings:  {meta['mode']} mode; median of {meta['repeats']} samples (taken in rounds "
+        f"across subjects) of >= {meta['min_sample_s']} s each"
+    )
+    clock = "thread CPU time" if meta["clock"] == "cpu" else "wall time"
+    print(
+        f"           clock: {clock}; GC on, prebuilt inputs frozen (gc.freeze); "
         f"seed {meta['seed']}; competitors capped at {meta['budget_s']} s per run"
     )
     print(f"command:   {meta['command']}")
@@ -614,12 +652,12 @@ def profile(args: argparse.Namespace) -> None:
     spec = specs[0]
     w = streams.build_workload(spec, {s.family}, [])
     items = w.families[s.family].items
-    s.run(items, True)
+    s.run(items, True, 1)
     print(f"cProfile: {s.name} on {s.family}, workload {spec.name}, {args.repeats} runs")
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(args.repeats):
-        s.run(items, True)
+        s.run(items, True, 1)
     prof.disable()
     pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
 
@@ -634,6 +672,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workload", action="append", metavar="NAME", help="e.g. 8x2KB, 1x1MB")
     p.add_argument("--repeats", type=int, default=None, help="timed runs per cell (median)")
     p.add_argument("--budget", type=float, default=None, help="competitor seconds per run")
+    p.add_argument(
+        "--clock",
+        choices=sorted(subj.CLOCKS),
+        default="cpu",
+        help="cpu: this thread's CPU time (default; robust on a shared machine); wall",
+    )
     p.add_argument("--min-sample", type=float, default=None, help="seconds per timed sample")
     p.add_argument("--profile", metavar="NAME", help="cProfile one subject instead")
     p.add_argument("--input", metavar="FAMILY", help="with --profile: e.g. seed-dicts")
@@ -645,6 +689,7 @@ def main(argv: list[str] | None = None) -> int:
         args.budget = 0.02 if args.quick else 0.5
     if args.min_sample is None:
         args.min_sample = 0.002 if args.quick else 0.05
+    subj.use_clock(args.clock)
     if args.profile:
         args.only = [args.profile]
         args.repeats = max(args.repeats, 20)

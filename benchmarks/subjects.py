@@ -1,10 +1,12 @@
 """Everything that is measured: floors, the library, its adapters and the competitors.
 
-Each subject runs over one input family (a list of prebuilt items) and returns
-``(elapsed_ns, args)``: the time of its own work only, and the parsed arguments of every
-call in start order (``None`` when it ran on a prefix), which the runner checks against
-the expected arguments once per subject and workload. A subject whose optional import
-fails is reported as skipped with the reason; nothing here crashes the run for it.
+A subject's *body* does the work once over one input family (a list of prebuilt items) and
+returns the parsed arguments of every call in start order, or a zero-argument callable
+that extracts them afterwards (so that building snapshots for the check is not timed), or
+``None`` when it ran on a prefix. :func:`timed` turns a body into a ``run(items, complete,
+loops)`` that times ``loops`` back-to-back bodies with one pair of clock reads; the runner
+checks the arguments against the expected ones once per subject and workload. A subject
+whose optional import fails is reported as skipped with the reason.
 
 Floors are the least a pure-Python tracker can do on that input: per fragment a dict
 look-up and a list append (plus reading the fields the shape needs), per call one join
@@ -21,9 +23,34 @@ from typing import Any
 
 from pydantic_core import from_json
 
-RunFn = Callable[[list[Any], bool], tuple[int, Any]]
+from toolcall_tracker import ToolCallTracker, tool_call_streaming_state_machine
 
-_clock = time.perf_counter_ns
+RunFn = Callable[[list[Any], bool, int], tuple[int, Any]]
+BodyFn = Callable[[list[Any], bool], Any]
+
+CLOCKS: dict[str, Callable[[], int]] = {
+    # CPU time of this thread: what the work costs, unaffected by other processes taking
+    # the CPU away (this machine may be shared). Wall time is available with --clock wall.
+    "cpu": time.thread_time_ns,
+    "wall": time.perf_counter_ns,
+}
+_clock: list[Callable[[], int]] = [CLOCKS["cpu"]]
+
+
+def use_clock(name: str) -> None:
+    _clock[0] = CLOCKS[name]
+
+
+def timed(body: BodyFn) -> RunFn:
+    def run(items: list[Any], complete: bool, loops: int) -> tuple[int, Any]:
+        clock = _clock[0]
+        out = None
+        t0 = clock()
+        for _ in range(loops):
+            out = body(items, complete)
+        return clock() - t0, out
+
+    return run
 
 
 @dataclass
@@ -45,8 +72,7 @@ class Subject:
 # -- floors -------------------------------------------------------------------------------
 
 
-def floor_seed(items: list[Any], complete: bool) -> tuple[int, Any]:
-    t0 = _clock()
+def floor_seed(items: list[Any], complete: bool) -> Any:
     bufs: dict[str, list[str]] = {}
     out = []
     for ev in items:
@@ -57,11 +83,10 @@ def floor_seed(items: list[Any], complete: bool) -> tuple[int, Any]:
             bufs[ev["id"]] = []
         elif kind == "ready":
             out.append(from_json("".join(bufs.pop(ev["id"]))))
-    return _clock() - t0, out
+    return out
 
 
-def floor_chat_objects(items: list[Any], complete: bool) -> tuple[int, Any]:
-    t0 = _clock()
+def floor_chat_objects(items: list[Any], complete: bool) -> Any:
     bufs: dict[int, list[str]] = {}
     out = []
     for chunk in items:
@@ -74,11 +99,10 @@ def floor_chat_objects(items: list[Any], complete: bool) -> tuple[int, Any]:
                     bufs[call.index].append(call.function.arguments)
             if choice.finish_reason is not None:
                 out = [from_json("".join(parts)) for parts in bufs.values()]
-    return _clock() - t0, out
+    return out
 
 
-def floor_chat_dicts(items: list[Any], complete: bool) -> tuple[int, Any]:
-    t0 = _clock()
+def floor_chat_dicts(items: list[Any], complete: bool) -> Any:
     bufs: dict[int, list[str]] = {}
     out = []
     for chunk in items:
@@ -91,11 +115,10 @@ def floor_chat_dicts(items: list[Any], complete: bool) -> tuple[int, Any]:
                     bufs[call["index"]].append(call["function"]["arguments"])
             if choice["finish_reason"] is not None:
                 out = [from_json("".join(parts)) for parts in bufs.values()]
-    return _clock() - t0, out
+    return out
 
 
-def floor_responses_objects(items: list[Any], complete: bool) -> tuple[int, Any]:
-    t0 = _clock()
+def floor_responses_objects(items: list[Any], complete: bool) -> Any:
     bufs: dict[str, list[str]] = {}
     out = []
     for ev in items:
@@ -106,11 +129,10 @@ def floor_responses_objects(items: list[Any], complete: bool) -> tuple[int, Any]
             bufs[ev.item.id] = []
         elif kind == "response.function_call_arguments.done":
             out.append(from_json("".join(bufs.pop(ev.item_id))))
-    return _clock() - t0, out
+    return out
 
 
-def floor_responses_dicts(items: list[Any], complete: bool) -> tuple[int, Any]:
-    t0 = _clock()
+def floor_responses_dicts(items: list[Any], complete: bool) -> Any:
     bufs: dict[str, list[str]] = {}
     out = []
     for ev in items:
@@ -121,11 +143,10 @@ def floor_responses_dicts(items: list[Any], complete: bool) -> tuple[int, Any]:
             bufs[ev["item"]["id"]] = []
         elif kind == "response.function_call_arguments.done":
             out.append(from_json("".join(bufs.pop(ev["item_id"]))))
-    return _clock() - t0, out
+    return out
 
 
-def floor_anthropic_objects(items: list[Any], complete: bool) -> tuple[int, Any]:
-    t0 = _clock()
+def floor_anthropic_objects(items: list[Any], complete: bool) -> Any:
     bufs: dict[int, list[str]] = {}
     out = []
     for ev in items:
@@ -136,11 +157,10 @@ def floor_anthropic_objects(items: list[Any], complete: bool) -> tuple[int, Any]
             bufs[ev.index] = []
         elif kind == "content_block_stop":
             out.append(from_json("".join(bufs.pop(ev.index))))
-    return _clock() - t0, out
+    return out
 
 
-def floor_anthropic_dicts(items: list[Any], complete: bool) -> tuple[int, Any]:
-    t0 = _clock()
+def floor_anthropic_dicts(items: list[Any], complete: bool) -> Any:
     bufs: dict[int, list[str]] = {}
     out = []
     for ev in items:
@@ -151,21 +171,25 @@ def floor_anthropic_dicts(items: list[Any], complete: bool) -> tuple[int, Any]:
             bufs[ev["index"]] = []
         elif kind == "content_block_stop":
             out.append(from_json("".join(bufs.pop(ev["index"]))))
-    return _clock() - t0, out
+    return out
 
 
 FLOORS: dict[str, RunFn] = {
-    "seed-dicts": floor_seed,
-    "chat-objects": floor_chat_objects,
-    "chat-dicts": floor_chat_dicts,
-    "responses-objects": floor_responses_objects,
-    "responses-dicts": floor_responses_dicts,
-    "anthropic-objects": floor_anthropic_objects,
-    "anthropic-dicts": floor_anthropic_dicts,
+    "seed-dicts": timed(floor_seed),
+    "chat-objects": timed(floor_chat_objects),
+    "chat-dicts": timed(floor_chat_dicts),
+    "responses-objects": timed(floor_responses_objects),
+    "responses-dicts": timed(floor_responses_dicts),
+    "anthropic-objects": timed(floor_anthropic_objects),
+    "anthropic-dicts": timed(floor_anthropic_dicts),
 }
 
 
 # -- the library --------------------------------------------------------------------------
+
+
+def _deferred(tracker: Any) -> Callable[[], list[Any]]:
+    return lambda: _args_of(tracker.list())
 
 
 def _args_of(calls: list[Any]) -> list[Any]:
@@ -173,34 +197,32 @@ def _args_of(calls: list[Any]) -> list[Any]:
     return [c.args if str(c.status) in ("running", "done") else f"<{c.status}>" for c in calls]
 
 
-def machine_run(items: list[Any], complete: bool) -> tuple[int, Any]:
-    from toolcall_tracker import tool_call_streaming_state_machine
-
-    t0 = _clock()
+def machine_body(items: list[Any], complete: bool) -> Any:
     machine = tool_call_streaming_state_machine()
     apply = machine.apply
     for ev in items:
         apply(ev)
-    elapsed = _clock() - t0
-    return elapsed, _args_of(machine.list()) if complete else None
+    return _deferred(machine) if complete else None
 
 
-def _consume_run(backend: str) -> RunFn:
-    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+def _consume(backend: str, wrap: Callable[[Any], Any] | None = None) -> RunFn:
+    """``await ToolCallTracker().consume(source)``, timed inside the event loop."""
+
+    def run(items: list[Any], complete: bool, loops: int) -> tuple[int, Any]:
         import anyio
-
-        from toolcall_tracker import ToolCallTracker
 
         async def source() -> Any:
             for item in items:
                 yield item
 
         async def main() -> tuple[int, Any]:
-            t0 = _clock()
-            tracker = ToolCallTracker()
-            await tracker.consume(source())
-            elapsed = _clock() - t0
-            return elapsed, _args_of(tracker.list()) if complete else None
+            clock = _clock[0]
+            tracker = None
+            t0 = clock()
+            for _ in range(loops):
+                tracker = ToolCallTracker()
+                await tracker.consume(source() if wrap is None else wrap(source()))
+            return clock() - t0, _deferred(tracker) if complete else None
 
         result: tuple[int, Any] = anyio.run(main, backend=backend)
         return result
@@ -215,10 +237,7 @@ def _adapter_run(module: str, cls_name: str) -> tuple[RunFn | None, str]:
     except (ImportError, AttributeError) as exc:
         return None, f"toolcall_tracker.adapters.{module}.{cls_name} not available ({exc})"
 
-    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
-        from toolcall_tracker import ToolCallTracker
-
-        t0 = _clock()
+    def body(items: list[Any], complete: bool) -> Any:
         adapter = cls()
         tracker = ToolCallTracker()
         feed = adapter.feed
@@ -229,10 +248,9 @@ def _adapter_run(module: str, cls_name: str) -> tuple[RunFn | None, str]:
         if complete:
             for ev in adapter.end():
                 apply(ev)
-        elapsed = _clock() - t0
-        return elapsed, _args_of(tracker.list()) if complete else None
+        return _deferred(tracker) if complete else None
 
-    return run, ""
+    return timed(body), ""
 
 
 def _adapted_consume_run(module: str, cls_name: str) -> tuple[RunFn | None, str]:
@@ -243,27 +261,7 @@ def _adapted_consume_run(module: str, cls_name: str) -> tuple[RunFn | None, str]
         from toolcall_tracker.adapters import adapt
     except (ImportError, AttributeError) as exc:
         return None, f"toolcall_tracker.adapters.{module}.{cls_name} not available ({exc})"
-
-    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
-        import anyio
-
-        from toolcall_tracker import ToolCallTracker
-
-        async def source() -> Any:
-            for item in items:
-                yield item
-
-        async def main() -> tuple[int, Any]:
-            t0 = _clock()
-            tracker = ToolCallTracker()
-            await tracker.consume(adapt(source(), cls()))
-            elapsed = _clock() - t0
-            return elapsed, _args_of(tracker.list()) if complete else None
-
-        result: tuple[int, Any] = anyio.run(main, backend="asyncio")
-        return result
-
-    return run, ""
+    return _consume("asyncio", lambda source: adapt(source, cls())), ""
 
 
 # -- competitors: the official clients' accumulators and two frameworks ---------------------
@@ -275,8 +273,7 @@ def _openai_chat_state() -> tuple[RunFn | None, str]:
     except ImportError as exc:
         return None, f"openai ChatCompletionStreamState not importable ({exc})"
 
-    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
-        t0 = _clock()
+    def body(items: list[Any], complete: bool) -> Any:
         state: Any = ChatCompletionStreamState()
         handle = state.handle_chunk
         for chunk in items:
@@ -287,9 +284,9 @@ def _openai_chat_state() -> tuple[RunFn | None, str]:
             final = state.get_final_completion()
             calls = final.choices[0].message.tool_calls or []
             args = [from_json(c.function.arguments) for c in calls]
-        return _clock() - t0, args
+        return args
 
-    return run, ""
+    return timed(body), ""
 
 
 def _openai_responses_state() -> tuple[RunFn | None, str]:
@@ -303,8 +300,7 @@ def _openai_responses_state() -> tuple[RunFn | None, str]:
         except ImportError as exc:
             return None, f"openai ResponseStreamState not importable ({exc})"
 
-    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
-        t0 = _clock()
+    def body(items: list[Any], complete: bool) -> Any:
         state: Any = ResponseStreamState(input_tools=omit, text_format=omit)
         handle = state.handle_event
         for ev in items:
@@ -313,9 +309,9 @@ def _openai_responses_state() -> tuple[RunFn | None, str]:
         if complete:
             final = state._completed_response
             args = [from_json(o.arguments) for o in final.output if o.type == "function_call"]
-        return _clock() - t0, args
+        return args
 
-    return run, ""
+    return timed(body), ""
 
 
 def _anthropic_accumulator() -> tuple[RunFn | None, str]:
@@ -324,8 +320,7 @@ def _anthropic_accumulator() -> tuple[RunFn | None, str]:
     except ImportError as exc:
         return None, f"anthropic accumulate_event not importable ({exc})"
 
-    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
-        t0 = _clock()
+    def body(items: list[Any], complete: bool) -> Any:
         snapshot = None
         bufs: dict[int, bytes] = {}
         for ev in items:
@@ -334,9 +329,9 @@ def _anthropic_accumulator() -> tuple[RunFn | None, str]:
         if complete and snapshot is not None:
             # accumulate_event already parsed each block's input (partially, at every delta)
             args = [block.input for block in snapshot.content if block.type == "tool_use"]
-        return _clock() - t0, args
+        return args
 
-    return run, ""
+    return timed(body), ""
 
 
 def _pydantic_ai_manager() -> tuple[Any, str]:
@@ -361,9 +356,8 @@ def _pydantic_ai_chat() -> tuple[RunFn | None, str]:
     if make is None:
         return None, why
 
-    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+    def body(items: list[Any], complete: bool) -> Any:
         # As pydantic-ai's OpenAI-compatible models drive it, per streamed tool-call delta.
-        t0 = _clock()
         manager = make()
         handle = manager.handle_tool_call_delta
         for chunk in items:
@@ -377,9 +371,9 @@ def _pydantic_ai_chat() -> tuple[RunFn | None, str]:
                         tool_call_id=dtc.id,
                     )
         args = _pydantic_ai_final(manager) if complete else None
-        return _clock() - t0, args
+        return args
 
-    return run, ""
+    return timed(body), ""
 
 
 def _pydantic_ai_anthropic() -> tuple[RunFn | None, str]:
@@ -387,9 +381,8 @@ def _pydantic_ai_anthropic() -> tuple[RunFn | None, str]:
     if make is None:
         return None, why
 
-    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+    def body(items: list[Any], complete: bool) -> Any:
         # As pydantic-ai's Anthropic model drives it: a part per tool_use block, by index.
-        t0 = _clock()
         manager = make()
         handle = manager.handle_tool_call_delta
         for ev in items:
@@ -407,9 +400,9 @@ def _pydantic_ai_anthropic() -> tuple[RunFn | None, str]:
                         tool_call_id=block.id,
                     )
         args = _pydantic_ai_final(manager) if complete else None
-        return _clock() - t0, args
+        return args
 
-    return run, ""
+    return timed(body), ""
 
 
 def _pydantic_ai_responses() -> tuple[RunFn | None, str]:
@@ -417,9 +410,8 @@ def _pydantic_ai_responses() -> tuple[RunFn | None, str]:
     if make is None:
         return None, why
 
-    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+    def body(items: list[Any], complete: bool) -> Any:
         # As pydantic-ai's Responses model drives it: a part per function_call item, by id.
-        t0 = _clock()
         manager = make()
         handle = manager.handle_tool_call_delta
         for ev in items:
@@ -436,9 +428,9 @@ def _pydantic_ai_responses() -> tuple[RunFn | None, str]:
                         tool_call_id=item.call_id,
                     )
         args = _pydantic_ai_final(manager) if complete else None
-        return _clock() - t0, args
+        return args
 
-    return run, ""
+    return timed(body), ""
 
 
 def _langchain_chat() -> tuple[RunFn | None, str]:
@@ -447,10 +439,9 @@ def _langchain_chat() -> tuple[RunFn | None, str]:
     except ImportError as exc:
         return None, f"langchain-core not installed ({exc})"
 
-    def run(items: list[Any], complete: bool) -> tuple[int, Any]:
+    def body(items: list[Any], complete: bool) -> Any:
         # Each chunk becomes an AIMessageChunk with tool_call_chunks (as langchain-openai
         # converts it), and the chunks are summed with + as LangChain streams aggregate.
-        t0 = _clock()
         total: Any = None
         for chunk in items:
             for choice in chunk.choices:
@@ -471,9 +462,9 @@ def _langchain_chat() -> tuple[RunFn | None, str]:
         args = None
         if complete and total is not None:
             args = [call["args"] for call in total.tool_calls]
-        return _clock() - t0, args
+        return args
 
-    return run, ""
+    return timed(body), ""
 
 
 # -- the registry -------------------------------------------------------------------------
@@ -484,11 +475,11 @@ _SDK_FAMILIES = ("chat", "responses", "anthropic")
 def all_subjects() -> list[Subject]:
     """Every subject, in table order. Unavailable ones carry ``skip``."""
     subjects = [
-        Subject("floor", "seed-dicts", "floor", floor_seed, note="bare loop"),
-        Subject("machine", "seed-dicts", "library", machine_run, floor="seed-dicts"),
-        Subject("machine", "seed-models", "library", machine_run, floor="seed-dicts"),
-        Subject("consume/asyncio", "seed-dicts", "library", _consume_run("asyncio"), "seed-dicts"),
-        Subject("consume/trio", "seed-dicts", "library", _consume_run("trio"), "seed-dicts"),
+        Subject("floor", "seed-dicts", "floor", FLOORS["seed-dicts"], note="bare loop"),
+        Subject("machine", "seed-dicts", "library", timed(machine_body), floor="seed-dicts"),
+        Subject("machine", "seed-models", "library", timed(machine_body), floor="seed-dicts"),
+        Subject("consume/asyncio", "seed-dicts", "library", _consume("asyncio"), "seed-dicts"),
+        Subject("consume/trio", "seed-dicts", "library", _consume("trio"), "seed-dicts"),
     ]
     try:
         import trio  # noqa: F401
