@@ -232,13 +232,6 @@ def test_hostile_repr_in_an_invalid_event_reaches_the_hook_of_a_skipping_tracker
     assert ignored == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeError,
-    reason="core bug: the DEBUG log line of an ignored event formats the raw event with %r, "
-    "so a hostile __repr__ breaks logging (a 'Logging error' traceback on stderr, or an "
-    "exception from handlers that raise, like pytest's)",
-)
 def test_hostile_repr_in_an_ignored_event_is_logged_safely(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

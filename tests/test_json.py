@@ -288,12 +288,6 @@ def test_error_value_is_frozen() -> None:
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="core bug: pydantic_core.from_json raises TypeError on a str holding a raw lone "
-    "surrogate; parse_json only catches ValueError, so TypeError escapes apply()",
-)
 def test_raw_lone_surrogate_in_string_is_valid_like_json_parse() -> None:
     # JSON.parse('"\ud800"') (a raw lone surrogate, as in a JS string) returns it; so does
     # json.loads. Such strings reach us from a provider's JSON-decoded SSE payload.
@@ -303,12 +297,6 @@ def test_raw_lone_surrogate_in_string_is_valid_like_json_parse() -> None:
     assert call.args == {"s": "\ud800"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="core bug: a raw lone surrogate outside a string makes from_json raise TypeError, "
-    "which escapes apply() instead of ending in the error state",
-)
 def test_raw_lone_surrogate_outside_string_is_an_error_state() -> None:
     call = ready_with("[1, \ud800]")
     assert_invalid(call)
@@ -440,11 +428,6 @@ def test_position_counts_characters_after_non_ascii_text(text: str, bad_part: st
     assert error.column == bad - (text.rfind("\n", 0, bad) + 1) + 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: for NaN/Infinity and over-long integers the position is taken from "
-    "pydantic-core's message, whose column counts UTF-8 bytes, not characters",
-)
 @pytest.mark.parametrize(
     ("text", "literal"),
     [('["é", NaN]', "NaN"), ('{"日本語": Infinity}', "Infinity"), ('["\U0001f600", NaN]', "NaN")],

@@ -253,9 +253,15 @@ async def test_wait_fails_on_error_event() -> None:
         assert isinstance(running_done.error, ToolCallFailed)
         assert running_done.error.error == "tool crashed"
         assert running_done.error.call.args == {"q": 1}
-        # After the failure, wait_ready on the formerly running call raises too.
+        # Its arguments did parse before the tool failed, so wait_ready still returns it
+        # (the issue: "raises ToolCallFailed if the call failed before its arguments were
+        # parsed"); wait_done raises.
+        after = await tracker.wait_ready("r")
+        assert after.status == "error"
+        assert after.args == {"q": 1}
+        assert after.error == "tool crashed"
         with pytest.raises(ToolCallFailed, match="tool crashed"):
-            await tracker.wait_ready("r")
+            await tracker.wait_done("r")
 
 
 @pytest.mark.anyio
@@ -551,10 +557,11 @@ async def test_close_while_consuming() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(consume)
             await source.blocked.wait()  # the start was applied, the source is open
-            await tracker.aclose()
-            source.gate.set()
-        # The next event from the source hits the closed tracker.
-        assert isinstance(consumed.error, TrackerClosed)
+            await tracker.aclose()  # stops consume while it waits for the source
+        # consume returned without waiting for another event, and closed its source.
+        assert consumed.finished
+        assert consumed.error is None
+        assert not source.gate.is_set()
         assert source.finalised
         call = tracker.get("a")
         assert call is not None

@@ -42,7 +42,7 @@ def parse_json(text: str) -> Any:
     """
     try:
         return from_json(text, allow_inf_nan=False)
-    except ValueError as fast_error:
+    except (ValueError, TypeError) as fast_error:  # TypeError: a raw lone surrogate
         return _parse_slow(text, str(fast_error))
 
 
@@ -55,14 +55,19 @@ class _ArgumentsError(Exception):
 _FAST_WHERE = re.compile(r"at line (\d+) column (\d+)$")
 
 
-def _position(text: str, line: int, column: int) -> int:
+def _position(text: str, line: int, byte_column: int) -> tuple[int, int]:
+    """pydantic-core's 1-based (line, UTF-8 byte column) as (character offset, column)."""
     start = 0
     for _ in range(line - 1):
         newline = text.find("\n", start)
         if newline < 0:
             break
         start = newline + 1
-    return max(0, min(start + column - 1, len(text)))
+    end = text.find("\n", start)
+    line_text = text[start:] if end < 0 else text[start:end]
+    prefix = line_text.encode("utf-8", "surrogatepass")[: max(0, byte_column - 1)]
+    column = len(prefix.decode("utf-8", "ignore")) + 1
+    return min(start + column - 1, len(text)), column
 
 
 def _parse_slow(text: str, fast_error: str) -> Any:
@@ -78,9 +83,10 @@ def _parse_slow(text: str, fast_error: str) -> Any:
     try:
         return _decoder.decode(text)
     except json.JSONDecodeError as exc:
+        what = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg
         raise _ArgumentsError(
             InvalidArguments(
-                message=f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                message=f"invalid JSON: {what} at line {exc.lineno} column {exc.colno}",
                 position=exc.pos,
                 line=exc.lineno,
                 column=exc.colno,
@@ -95,11 +101,12 @@ def _parse_slow(text: str, fast_error: str) -> Any:
     except ValueError as exc:  # NaN/Infinity, integers over the digit limit
         # The standard decoder does not say where these are; pydantic-core's message does.
         where = _FAST_WHERE.search(fast_error)
-        line, column = (int(where[1]), int(where[2])) if where else (1, 1)
+        line, byte_column = (int(where[1]), int(where[2])) if where else (1, 1)
+        position, column = _position(text, line, byte_column)
         raise _ArgumentsError(
             InvalidArguments(
                 message=f"invalid JSON: {exc} (near line {line} column {column})",
-                position=_position(text, line, column),
+                position=position,
                 line=line,
                 column=column,
             )

@@ -148,7 +148,15 @@ def parse_event(event: object) -> Start | Delta | Ready | Result | Error | End |
             f"{_short(event)}",
             event,
         )
-    kind = event.get("type")
+    try:
+        kind = event.get("type")
+        fields = dict(event)
+    except Exception as exc:  # a hostile Mapping: its own methods raise
+        raise InvalidEvent(
+            f"the event mapping could not be read ({type(exc).__name__}: {_short(exc)}): "
+            f"{_short(event)}",
+            event,
+        ) from None
     if not isinstance(kind, str):
         raise InvalidEvent(
             f"an event mapping needs a string 'type' (one of {sorted(KNOWN_TYPES)}), "
@@ -157,13 +165,19 @@ def parse_event(event: object) -> Start | Delta | Ready | Result | Error | End |
         )
     if kind not in KNOWN_TYPES:
         return None
+    return _validate(kind, fields, event)
+
+
+def _validate(
+    kind: str, fields: dict[str, Any], event: object
+) -> Start | Delta | Ready | Result | Error | End:
     try:
         parsed: Start | Delta | Ready | Result | Error | End = _EVENT_ADAPTER.validate_python(
-            dict(event)
+            fields
         )
+        return parsed
     except ValidationError as exc:
         raise InvalidEvent(f"invalid {kind!r} event: {_describe(exc)}", event) from None
-    return parsed
 
 
 def _short(value: object, limit: int = 120) -> str:
@@ -217,9 +231,29 @@ def _decode(event: object) -> tuple[str, Any, Any] | None:
     if model is None:
         return None
     if isinstance(model, End):
+        if not (type(model.ok) is bool and (model.reason is None or type(model.reason) is str)):
+            _revalidate(model)
         return "end", None, model
-    field = _PAYLOAD_FIELD[model.type]
-    return model.type, model.id, None if field is None else getattr(model, field)
+    kind, call_id = model.type, model.id
+    field = _PAYLOAD_FIELD[kind]
+    payload = None if field is None else getattr(model, field)
+    if not (
+        type(call_id) is str
+        and call_id
+        and (type(payload) is str if kind in _TEXT_PAYLOAD else True)
+    ):
+        _revalidate(model)
+    return kind, call_id, payload
+
+
+_TEXT_PAYLOAD = frozenset({"start", "delta"})
+
+
+def _revalidate(model: BaseModel) -> None:
+    """A model built without validation (``model_construct``) broke its own types."""
+    kind = getattr(model, "type", "?")
+    _validate(kind, model.model_dump(warnings=False), model)
+    raise InvalidEvent(f"invalid {kind!r} event: {_short(model)}", model)  # pragma: no cover
 
 
 class Status(str, Enum):

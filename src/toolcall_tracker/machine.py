@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 from .errors import InvalidEvent, TrackerClosed
-from .events import Delta, End, EventInput, Status, ToolCall, _decode, parse_event
+from .events import Delta, End, EventInput, Status, ToolCall, _decode, _short, parse_event
 from .limits import DEFAULT_LIMITS, Limits
 from .reducer import _STEPS, STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
 
@@ -94,10 +94,14 @@ class ToolCallStateMachine:
                 type(call_id) is str and type(payload) is str and 0 < len(call_id) <= self._max_id
             ):
                 kind, call_id, payload = self._decode(event)
-        elif type(event) is Delta and len(event.id) <= self._max_id:  # what adapters emit
+        elif type(event) is Delta:  # what adapters emit
             kind = "delta"
             call_id = event.id
             payload = event.args_text_delta
+            if not (
+                type(call_id) is str and type(payload) is str and 0 < len(call_id) <= self._max_id
+            ):
+                kind, call_id, payload = self._decode(event)
         else:
             kind, call_id, payload = self._decode(event)
         step = self._stream[kind]
@@ -217,7 +221,7 @@ class ToolCallStateMachine:
             with contextlib.suppress(Exception):  # INVALID_EVENT: report the raw input
                 event = parse_event(event)
         if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("ignored event (%s): %r", reason.value, event)
+            logger.debug("ignored event (%s): %s", reason.value, _short(event))
         if self._on_ignored is not None:
             self._on_ignored(event, reason)
 

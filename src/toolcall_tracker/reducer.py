@@ -163,6 +163,7 @@ class _CallRecord:
         "error",
         "id",
         "name",
+        "parsed",
         "parts",
         "result",
         "room",
@@ -180,6 +181,7 @@ class _CallRecord:
         self.parts: list[str] = []
         self.text: str | None = None
         self.args: Any = None
+        self.parsed = False  # the arguments parsed (it was running, whatever came after)
         self.result: Any = None
         self.error: Any = None
         self.snapshot: ToolCall | None = None
@@ -246,6 +248,7 @@ def _parse(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _
         record.error = exc.value
     else:
         record.status = RUNNING
+        record.parsed = True
     record.snapshot = None
     return record
 

@@ -112,6 +112,7 @@ class ToolCallTracker(ToolCallStateMachine):
         self._iterators: weakref.WeakSet[_ReadyCalls] = weakref.WeakSet()
         self._waiters: dict[str, _Waiter] = {}
         self._stream_event: anyio.Event | None = None
+        self._consumers: set[anyio.CancelScope] = set()
 
     # -- feeding ----------------------------------------------------------------------
     # apply(), get() and list() are the machine's; a closed tracker's phase refuses events.
@@ -126,32 +127,40 @@ class ToolCallTracker(ToolCallStateMachine):
 
         If the source raises, a malformed event arrives (without ``skip_invalid``) or the
         task is cancelled, the turn ends not ok (pending calls fail, every waiter wakes)
-        and the exception propagates.
+        and the exception propagates. If the tracker is closed meanwhile, ``consume`` stops
+        waiting for the source and returns. In every early stop the source is closed
+        (its ``aclose()``, shielded, at most 5 s).
 
         Raises:
             InvalidEvent: the source produced a malformed event.
-            TrackerClosed: the tracker was closed.
+            TrackerClosed: the tracker was already closed.
         """
         if self._closed:
             raise TrackerClosed("cannot consume: the tracker is closed")
         apply = self.apply
+        scope = anyio.CancelScope()  # aclose() cancels it: a closed tracker reads no more
+        self._consumers.add(scope)
         try:
-            async for event in source:
-                seen = self._ready_count
+            with scope:
                 try:
-                    apply(event)
-                except InvalidEvent:
-                    if not self._skip_invalid:
-                        raise
-                    self._ignore(event, IgnoreReason.INVALID_EVENT)
-                    continue
-                if self._ready_count != seen:
-                    await anyio.lowlevel.checkpoint()
-        except BaseException as exc:
-            if self._end is None and not self._closed:
-                self._end_turn(End(ok=False, reason=_why(exc)))
-            await _close_source(source)
-            raise
+                    async for event in source:
+                        seen = self._ready_count
+                        try:
+                            apply(event)
+                        except InvalidEvent:
+                            if not self._skip_invalid:
+                                raise
+                            self._ignore(event, IgnoreReason.INVALID_EVENT)
+                            continue
+                        if self._ready_count != seen:
+                            await anyio.lowlevel.checkpoint()
+                except BaseException as exc:
+                    if self._end is None and not self._closed:
+                        self._end_turn(End(ok=False, reason=_why(exc)))
+                    await _close_source(source)
+                    raise
+        finally:
+            self._consumers.discard(scope)
         if self._end is None and not self._closed:
             self._end_turn(End(ok=True, reason="source exhausted"))
 
@@ -162,14 +171,16 @@ class ToolCallTracker(ToolCallStateMachine):
 
         The call need not have started yet.
 
+        A call whose arguments parsed and which failed later (its tool failed) is returned
+        too, with status ``error``: its arguments were ready.
+
         Raises:
-            ToolCallFailed: the call ended in ``error`` before its arguments parsed
-                (or, if you wait after that, at any time).
+            ToolCallFailed: the call ended in ``error`` before its arguments parsed.
             UnknownToolCall: the turn ended and no call ``call_id`` ever started, or it
                 was forgotten.
             TrackerClosed: the tracker closed first.
         """
-        return await self._wait_for(call_id, _ARGS_PARSED)
+        return await self._wait_for(call_id, _ARGS_PARSED, after_parse_ok=True)
 
     async def wait_done(self, call_id: str) -> ToolCall:
         """Wait until call ``call_id`` is ``done`` and return its snapshot.
@@ -234,7 +245,8 @@ class ToolCallTracker(ToolCallStateMachine):
 
         Afterwards every waiter that was not satisfied raises (:class:`TrackerClosed`, or
         :class:`ToolCallFailed` for calls whose arguments never completed), ``ready_calls``
-        iterators finish, and ``apply`` raises :class:`TrackerClosed`. ``get`` and
+        iterators finish, a running ``consume`` stops reading and returns, and ``apply``
+        raises :class:`TrackerClosed`. ``get`` and
         ``list`` still work. Closing twice is harmless.
         """
         if self._closed:
@@ -244,6 +256,8 @@ class ToolCallTracker(ToolCallStateMachine):
         self._closed = True
         self._set_phase("closed")
         self._wake_all()
+        for scope in self._consumers:
+            scope.cancel()
 
     async def __aenter__(self) -> ToolCallTracker:
         return self
@@ -258,7 +272,9 @@ class ToolCallTracker(ToolCallStateMachine):
 
     # -- internals --------------------------------------------------------------------
 
-    async def _wait_for(self, call_id: str, wanted: frozenset[Status]) -> ToolCall:
+    async def _wait_for(
+        self, call_id: str, wanted: frozenset[Status], *, after_parse_ok: bool = False
+    ) -> ToolCall:
         record = self._calls.get(call_id)
         while True:
             if record is not None:
@@ -266,6 +282,8 @@ class ToolCallTracker(ToolCallStateMachine):
                 if status in wanted:
                     return record.to_call()
                 if status is _ERROR:
+                    if after_parse_ok and record.parsed:
+                        return record.to_call()
                     raise ToolCallFailed(record.to_call())
             elif call_id in self._forgotten:
                 raise UnknownToolCall(call_id, "it finished and was forgotten")
