@@ -2,8 +2,33 @@
 
 Each adapter has ``feed(item) -> list[Event]`` and ``end() -> list[Event]``; :func:`adapt`
 drives one over an async stream: ``await tracker.consume(adapt(stream, OpenAIChatAdapter()))``.
+Items are the official SDK's typed objects or the plain dicts decoded from the provider's
+JSON; no adapter imports a provider SDK.
+
+- :class:`OpenAIChatAdapter`: Chat Completions chunks (OpenAI and compatible servers).
+- :class:`OpenAIResponsesAdapter`: Responses API events.
+- :class:`AnthropicAdapter`: Anthropic Messages stream events.
+- :class:`GeminiAdapter`: google-genai ``GenerateContentResponse`` chunks.
+- :class:`AISDKAdapter`: Vercel AI SDK UI message stream parts; :class:`AISDKEncoder` goes
+  the other way, from tracker events to those parts.
 """
 
 from ._base import AdaptedStream, Adapter, AdapterEvent, adapt
+from .ai_sdk import AISDKAdapter, AISDKEncoder, encode_ai_sdk
+from .anthropic import AnthropicAdapter
+from .gemini import GeminiAdapter
+from .openai import OpenAIChatAdapter, OpenAIResponsesAdapter
 
-__all__ = ["Adapter", "AdaptedStream", "AdapterEvent", "adapt"]
+__all__ = [
+    "AISDKAdapter",
+    "AISDKEncoder",
+    "AdaptedStream",
+    "Adapter",
+    "AdapterEvent",
+    "AnthropicAdapter",
+    "GeminiAdapter",
+    "OpenAIChatAdapter",
+    "OpenAIResponsesAdapter",
+    "adapt",
+    "encode_ai_sdk",
+]
