@@ -237,17 +237,13 @@ def _adapter_run(module: str, cls_name: str) -> tuple[RunFn | None, str]:
     except (ImportError, AttributeError) as exc:
         return None, f"toolcall_tracker.adapters.{module}.{cls_name} not available ({exc})"
 
+    from toolcall_tracker.adapters import apply_stream
+
     def body(items: list[Any], complete: bool) -> Any:
-        adapter = cls()
+        # The synchronous driver: feed() every item, apply the events, then end(); plain
+        # fragments take the machine's fast lane, as they do under consume(adapt(...)).
         tracker = ToolCallTracker()
-        feed = adapter.feed
-        apply = tracker.apply
-        for item in items:
-            for ev in feed(item):
-                apply(ev)
-        if complete:
-            for ev in adapter.end():
-                apply(ev)
+        apply_stream(tracker, items, cls())
         return _deferred(tracker) if complete else None
 
     return timed(body), ""

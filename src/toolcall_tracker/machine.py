@@ -35,6 +35,7 @@ _UNKNOWN_TYPE: Final[Any] = object()
 _UNKNOWN: Final = ("unknown", None, None)
 # STREAM with one more column: a type this library does not know (reported in _decode).
 _STREAM_ROWS: Final = {phase: {**row, "unknown": _UNKNOWN_TYPE} for phase, row in STREAM.items()}
+_DELTA_STEPS: Final = {state: row["delta"] for state, row in _STEPS.items()}
 _FINISHED: Final = (Status.DONE, Status.ERROR)
 
 
@@ -67,8 +68,7 @@ class ToolCallStateMachine:
         self._forgotten: OrderedDict[str, None] = OrderedDict()
         self._keep_finished = keep_finished
         self._finished: deque[_CallRecord] = deque()
-        self._phase = "open"
-        self._stream = _STREAM_ROWS["open"]
+        self._set_phase("open" if limits.max_calls > 0 else "full")
         self._end: End | None = None
         self._on_ignored = on_ignored
 
@@ -138,6 +138,27 @@ class ToolCallStateMachine:
         elif step is not _UNKNOWN_TYPE:
             self._ignore(event, step)
 
+    def _fast_delta(self, call_id: str, text: str) -> bool:
+        """The adapters' fast lane: apply ``delta(call_id, text)`` if it is the common case.
+
+        For a fragment an adapter has already checked (a ``str``, for an id it started), this
+        applies the table's ``delta`` step without building a ``Delta`` model, and returns
+        ``True``. In every other case (no such call, not pending, the turn ended, the
+        tracker closed) it changes nothing and returns ``False``: the adapter then emits a
+        ``Delta`` event as usual and the ordinary path decides and reports.
+        """
+        record = self._calls.get(call_id)
+        if record is None or not self._deltas_route:
+            return False
+        before = record.status
+        do = _DELTA_STEPS[before]
+        if type(do) is IgnoreReason:
+            return False
+        do(record, call_id, text, self._limits)
+        if record.status is not before:
+            self._changed(record)
+        return True
+
     def _decode(self, event: object) -> tuple[str, Any, Any]:
         """Validate ``event``; ``("unknown", ...)`` for an unknown type (already reported)."""
         decoded = _decode(event)
@@ -162,6 +183,7 @@ class ToolCallStateMachine:
     def _set_phase(self, phase: str) -> None:
         self._phase = phase
         self._stream = _STREAM_ROWS[phase]
+        self._deltas_route = self._stream["delta"] is _PER_CALL
 
     def get(self, call_id: str) -> ToolCall | None:
         """The snapshot of call ``call_id``, or ``None`` if no such call has started."""

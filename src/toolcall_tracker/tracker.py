@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import time
 import weakref
+from collections import deque
 from collections.abc import AsyncIterable
 from dataclasses import dataclass, replace
 from types import TracebackType
@@ -102,14 +103,12 @@ class ToolCallTracker(ToolCallStateMachine):
         super().__init__(on_ignored=on_ignored, limits=limits, keep_finished=keep_finished)
         self._skip_invalid = skip_invalid
         self._closed = False
-        # Snapshots of calls in the order they became ready. _ready[0] is ready call number
-        # _ready_base; the first _ready_dead entries are forgotten calls every live
-        # iterator has passed, dropped in batches so memory stays flat in long sessions.
-        self._ready: list[ToolCall] = []
-        self._ready_base = 0
-        self._ready_dead = 0
-        self._ready_count = 0
+        # Snapshots of the tracked calls that became ready, in that order (a forgotten
+        # call's is dropped), and the live ready_calls() iterators, each with its own queue
+        # of snapshots it has not yielded yet: memory follows what is tracked or unread.
+        self._ready: dict[str, ToolCall] = {}
         self._iterators: weakref.WeakSet[_ReadyCalls] = weakref.WeakSet()
+        self._woke = False  # a waiter was woken since consume last yielded
         self._waiters: dict[str, _Waiter] = {}
         self._stream_event: anyio.Event | None = None
         self._consumers: set[anyio.CancelScope] = set()
@@ -122,8 +121,8 @@ class ToolCallTracker(ToolCallStateMachine):
 
         Returns when the source is exhausted; that ends the turn normally (``End(ok=True,
         reason="source exhausted")``) unless the source sent its own ``end``. After each
-        event that makes a call ready, it yields to the event loop once, so tasks waiting
-        for that call start while the stream goes on.
+        event that wakes a waiting task (a call became ready, a waited-for call changed),
+        it yields to the event loop once, so that task starts while the stream goes on.
 
         If the source raises, a malformed event arrives (without ``skip_invalid``) or the
         task is cancelled, the turn ends not ok (pending calls fail, every waiter wakes)
@@ -140,11 +139,15 @@ class ToolCallTracker(ToolCallStateMachine):
         apply = self.apply
         scope = anyio.CancelScope()  # aclose() cancels it: a closed tracker reads no more
         self._consumers.add(scope)
+        # An adapted stream (adapters.adapt) may hand plain fragments straight to the
+        # machine instead of building a Delta model for each: same table, same order.
+        fast_lane = getattr(source, "_toolcall_fast_lane", None)
+        if fast_lane is not None:
+            fast_lane(self._fast_delta)
         try:
             with scope:
                 try:
                     async for event in source:
-                        seen = self._ready_count
                         try:
                             apply(event)
                         except InvalidEvent:
@@ -152,7 +155,8 @@ class ToolCallTracker(ToolCallStateMachine):
                                 raise
                             self._ignore(event, IgnoreReason.INVALID_EVENT)
                             continue
-                        if self._ready_count != seen:
+                        if self._woke:  # a waiting task can run now: let it start
+                            self._woke = False
                             await anyio.lowlevel.checkpoint()
                 except BaseException as exc:
                     if self._end is None and not self._closed:
@@ -161,6 +165,8 @@ class ToolCallTracker(ToolCallStateMachine):
                     raise
         finally:
             self._consumers.discard(scope)
+            if fast_lane is not None:
+                fast_lane(None)
         if self._end is None and not self._closed:
             self._end_turn(End(ok=True, reason="source exhausted"))
 
@@ -209,7 +215,8 @@ class ToolCallTracker(ToolCallStateMachine):
         taken at that moment, including calls that became ready before the iteration
         began (except calls already forgotten when the iterator is created). Ends once
         the turn has ended and every ready call was yielded. Each iterator is independent
-        and sees every call.
+        and sees every call; a call forgotten after it became ready is still yielded by the
+        iterators that existed then.
         """
         return _ReadyCalls(self)
 
@@ -296,7 +303,13 @@ class ToolCallTracker(ToolCallStateMachine):
             waiter = self._waiters.get(call_id)
             if waiter is None:
                 waiter = self._waiters[call_id] = _Waiter()
-            await waiter.event.wait()
+            waiter.count += 1
+            try:
+                await waiter.event.wait()
+            finally:
+                waiter.count -= 1
+                if not waiter.count and self._waiters.get(call_id) is waiter:
+                    del self._waiters[call_id]  # the last waiter left (cancelled)
             # The record as it was when we were woken: it stays valid even if the call
             # was forgotten (retention) before this task ran again.
             record = waiter.record or self._calls.get(call_id)
@@ -313,8 +326,9 @@ class ToolCallTracker(ToolCallStateMachine):
             record.timeline = CallTimeline(started=now)
         elif status is _RUNNING:
             record.timeline.ready = now
-            self._ready.append(record.to_call())
-            self._ready_count += 1
+            snapshot = self._ready[record.id] = record.to_call()
+            for iterator in self._iterators:
+                iterator._queue.append(snapshot)
             self._wake_stream()
         else:
             timeline = record.timeline
@@ -326,26 +340,12 @@ class ToolCallTracker(ToolCallStateMachine):
             if waiter is not None:
                 waiter.record = record
                 waiter.event.set()
+                self._woke = True
         super()._changed(record)  # retention last: waiters already hold the record
 
     def _drop(self, record: _CallRecord) -> None:
         super()._drop(record)
-        self._trim_ready()
-
-    def _trim_ready(self) -> None:
-        """Release ready snapshots of forgotten calls that no live iterator still needs."""
-        ready, calls = self._ready, self._calls
-        limit = len(ready)
-        for iterator in self._iterators:
-            limit = min(limit, iterator._index - self._ready_base)
-        dead = self._ready_dead
-        while dead < limit and ready[dead].id not in calls:
-            dead += 1
-        if dead >= 256 or dead * 2 >= len(ready):  # batch the copy: amortised O(1)
-            del ready[:dead]
-            self._ready_base += dead
-            dead = 0
-        self._ready_dead = dead
+        self._ready.pop(record.id, None)
 
     def _turn_ended(self) -> None:
         self._wake_all()
@@ -355,6 +355,7 @@ class ToolCallTracker(ToolCallStateMachine):
         if event is not None:
             self._stream_event = None
             event.set()
+            self._woke = True
 
     def _wake_all(self) -> None:
         waiters, self._waiters = self._waiters, {}
@@ -366,24 +367,26 @@ class ToolCallTracker(ToolCallStateMachine):
 class _Waiter:
     """The tasks waiting for one id: an event, and the record at the moment it was set."""
 
-    __slots__ = ("event", "record")
+    __slots__ = ("count", "event", "record")
 
     def __init__(self) -> None:
         self.event = anyio.Event()
         self.record: _CallRecord | None = None
+        self.count = 0  # tasks waiting on it; the last one to give up removes it
 
 
 class _ReadyCalls:
     """The async iterator returned by :meth:`ToolCallTracker.ready_calls`.
 
-    ``_index`` counts ready calls from the first one the tracker ever had.
+    It starts with the tracked calls that are already ready, and the tracker appends each
+    call that becomes ready later to every live iterator's queue.
     """
 
-    __slots__ = ("__weakref__", "_index", "_tracker")
+    __slots__ = ("__weakref__", "_queue", "_tracker")
 
     def __init__(self, tracker: ToolCallTracker) -> None:
         self._tracker = tracker
-        self._index = tracker._ready_base + tracker._ready_dead
+        self._queue: deque[ToolCall] = deque(tracker._ready.values())
         tracker._iterators.add(self)
 
     def __aiter__(self) -> _ReadyCalls:
@@ -391,11 +394,10 @@ class _ReadyCalls:
 
     async def __anext__(self) -> ToolCall:
         tracker = self._tracker
+        queue = self._queue
         while True:
-            position = self._index - tracker._ready_base
-            if position < len(tracker._ready):
-                self._index += 1
-                return tracker._ready[position]
+            if queue:
+                return queue.popleft()
             if tracker._end is not None or tracker._closed:
                 tracker._iterators.discard(self)
                 raise StopAsyncIteration

@@ -13,7 +13,7 @@ JSON; no adapter imports a provider SDK.
   the other way, from tracker events to those parts.
 """
 
-from ._base import AdaptedStream, Adapter, AdapterEvent, adapt
+from ._base import AdaptedStream, Adapter, AdapterEvent, adapt, apply_stream
 from .ai_sdk import AISDKAdapter, AISDKEncoder, encode_ai_sdk
 from .anthropic import AnthropicAdapter
 from .gemini import GeminiAdapter
@@ -30,5 +30,6 @@ __all__ = [
     "OpenAIChatAdapter",
     "OpenAIResponsesAdapter",
     "adapt",
+    "apply_stream",
     "encode_ai_sdk",
 ]

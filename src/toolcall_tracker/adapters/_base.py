@@ -9,13 +9,42 @@ so that ``await tracker.consume(adapt(sdk_stream, SomeAdapter()))`` is all a use
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator
-from typing import Generic, Protocol, TypeVar
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..events import Delta, End, Error, Ready, Result, Start
+from ..machine import ToolCallStateMachine
 from ..tracker import _close_source
+from ._common import _delta
 
-__all__ = ["Adapter", "AdaptedStream", "AdapterEvent", "adapt"]
+__all__ = ["Adapter", "AdaptedStream", "AdapterEvent", "adapt", "apply_stream"]
+
+_DeltaSink = Callable[[str, str], bool]
+"""``sink(call_id, text) -> handled``: a machine's fast lane for plain fragments."""
+
+
+class _FastLane:
+    """Mixin for adapters that can hand plain fragments straight to a machine.
+
+    While an adapter is driven by ``tracker.consume(adapt(...))`` or :func:`apply_stream`,
+    ``_sink`` is the machine's ``_fast_delta``. On its hot path (an item that implies
+    exactly one ``delta`` and nothing else) the adapter calls ``self._sink(id, text)``
+    instead of building a ``Delta`` model; if that returns ``True`` the fragment is applied
+    and the adapter returns no event for it, otherwise it emits the ``Delta`` as usual.
+    Nothing else may be emitted by the same ``feed`` call before it, so the order of
+    events is the same either way: everything earlier was applied before ``feed`` ran.
+    Outside those drivers ``_sink`` is ``None`` and ``feed`` returns every event.
+    """
+
+    _sink: _DeltaSink | None = None
+
+    def _one_delta(self, call_id: str, text: str) -> list[AdapterEvent]:
+        """What ``feed`` returns for an item that implies one plain fragment and nothing else."""
+        sink = self._sink
+        if sink is not None and sink(call_id, text):
+            return []
+        return [_delta(call_id, text)]
+
 
 AdapterEvent = Start | Delta | Ready | Result | Error | End
 """The event models an adapter emits."""
@@ -71,6 +100,11 @@ class AdaptedStream(Generic[ItemT]):
                 pending.extend(self._adapter.feed(item))
         return pending.popleft()
 
+    def _toolcall_fast_lane(self, sink: _DeltaSink | None) -> None:
+        """Called by ``ToolCallTracker.consume``: bind (or unbind) the adapter's fast lane."""
+        if isinstance(self._adapter, _FastLane):
+            self._adapter._sink = sink
+
     async def aclose(self) -> None:
         """Stop: close the source (its ``aclose()`` or ``close()``) if it has one."""
         self._done = True
@@ -88,3 +122,31 @@ def adapt(source: AsyncIterable[ItemT], adapter: Adapter[ItemT]) -> AdaptedStrea
     ``adapter.end()`` returns (which includes the turn's ``End``).
     """
     return AdaptedStream(source, adapter)
+
+
+def apply_stream(
+    machine: ToolCallStateMachine, items: Iterable[Any], adapter: Adapter[Any]
+) -> None:
+    """Synchronously feed every item to ``adapter`` and apply the events to ``machine``.
+
+    Then applies what ``adapter.end()`` returns, ending the turn. The synchronous
+    counterpart of ``await tracker.consume(adapt(stream, adapter))``, for recorded streams,
+    tests and sync code; it uses the same fast lane for plain fragments.
+
+    Raises:
+        InvalidEvent: an adapter produced a malformed event (a bug in the adapter).
+    """
+    apply = machine.apply
+    fast = isinstance(adapter, _FastLane)
+    if fast:
+        adapter._sink = machine._fast_delta  # type: ignore[attr-defined]
+    try:
+        feed = adapter.feed
+        for item in items:
+            for event in feed(item):
+                apply(event)
+        for event in adapter.end():
+            apply(event)
+    finally:
+        if fast:
+            adapter._sink = None  # type: ignore[attr-defined]

@@ -68,7 +68,7 @@ from pydantic_core import to_json
 from .._json import _ArgumentsError, parse_json
 from ..errors import CallFailure
 from ..events import Delta, End, Error, EventInput, Ready, Result, Start, parse_event
-from ._base import AdapterEvent
+from ._base import AdapterEvent, _FastLane
 from ._common import (
     _delta,
     _end,
@@ -161,7 +161,7 @@ def _decode_text(item: str | bytes) -> Any:
     return json.loads(text)
 
 
-class AISDKAdapter:
+class AISDKAdapter(_FastLane):
     """Translate AI SDK UI message stream parts into tracker events (see the module doc).
 
     An item is a part as a dict, or a ``data: {...}`` line / JSON text of one. One adapter
@@ -230,7 +230,7 @@ class AISDKAdapter:
         if not text:
             return []
         call.parts.append(text)
-        return [_delta(call_id, text)]
+        return self._one_delta(call_id, text)
 
     def _on_start(self, item: Any) -> list[AdapterEvent]:
         call_id = _get(item, "toolCallId")

@@ -63,7 +63,7 @@ from collections.abc import Collection
 from typing import Any, Final, Literal
 
 from ..errors import CallFailure
-from ._base import AdapterEvent
+from ._base import AdapterEvent, _FastLane
 from ._common import (
     _IS_MAPPING,
     _delta,
@@ -124,7 +124,7 @@ class _Block:
         self.closed = False
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(_FastLane):
     """Translate an Anthropic Messages stream into tracker events (see the module doc).
 
     Args:
@@ -182,19 +182,27 @@ class AnthropicAdapter:
                     ):
                         text = delta.get("partial_json")
                         if type(text) is str and text:
+                            sink = self._sink
+                            if sink is not None and sink(block.call_id, text):
+                                return []
                             return [_delta(block.call_id, text)]
                     return self._on_delta(item)
-            elif _IS_MAPPING.get(cls) is False and getattr(item, "type", None) == (
-                "content_block_delta"
-            ):
-                block = self._blocks.get(getattr(item, "index", -1))
-                if block is not None and not block.blank and not block.closed:
-                    delta = getattr(item, "delta", None)
-                    if getattr(delta, "type", None) == "input_json_delta":
-                        text = getattr(delta, "partial_json", None)
-                        if type(text) is str and text:
-                            return [_delta(block.call_id, text)]
-                return self._on_delta(item)
+            elif _IS_MAPPING.get(cls) is False:
+                try:  # plain attribute reads: an SDK event of this type has every field
+                    if item.type == "content_block_delta":
+                        block = self._blocks.get(item.index)
+                        if block is not None and not block.blank and not block.closed:
+                            delta = item.delta
+                            if delta.type == "input_json_delta":
+                                text = delta.partial_json
+                                if type(text) is str and text:
+                                    sink = self._sink
+                                    if sink is not None and sink(block.call_id, text):
+                                        return []
+                                    return [_delta(block.call_id, text)]
+                        return self._on_delta(item)
+                except AttributeError:
+                    pass  # not shaped like an SDK event: the general path reads it safely
             kind = _get(item, "type")
             if kind == "content_block_delta":
                 return self._on_delta(item)
@@ -251,7 +259,7 @@ class AnthropicAdapter:
             return []
         if block.blank and text.strip(_JSON_WS):
             block.blank = False
-        return [_delta(block.call_id, text)]
+        return self._one_delta(block.call_id, text)
 
     def _on_block_start(self, item: Any) -> list[AdapterEvent]:
         index = _get(item, "index")
