@@ -227,6 +227,11 @@ def _decode(event: object) -> tuple[str, Any, Any] | None:
                 payload = event.get(kind, _MISSING)
                 if payload is not _MISSING:
                     return kind, call_id, payload
+        elif kind == "end" and "id" not in event:
+            ok = event.get("ok", True)
+            reason = event.get("reason")
+            if type(ok) is bool and (reason is None or type(reason) is str):
+                return kind, None, End(ok=ok, reason=reason)
     model = parse_event(event)
     if model is None:
         return None

@@ -82,40 +82,37 @@ class ToolCallStateMachine:
             InvalidEvent: the event is malformed; nothing changed.
             TrackerClosed: (async tracker only) the tracker was closed.
         """
-        if type(event) is dict and event.get("type") == "delta":
-            # The hot path, a plain dict delta, checked by hand; anything unusual takes
-            # the general path, which is the authority and writes the error messages.
-            kind = "delta"
-            call_id = event.get("id")
-            payload = event.get("argsTextDelta", _MISSING)
-            if payload is _MISSING:
-                payload = event.get("args_text_delta")
-            if not (
-                type(call_id) is str and type(payload) is str and 0 < len(call_id) <= self._max_id
-            ):
-                kind, call_id, payload = self._decode(event)
-        elif type(event) is Delta:  # what adapters emit
-            kind = "delta"
-            call_id = event.id
-            payload = event.args_text_delta
-            if not (
-                type(call_id) is str and type(payload) is str and 0 < len(call_id) <= self._max_id
-            ):
-                kind, call_id, payload = self._decode(event)
-        else:
-            kind, call_id, payload = self._decode(event)
+        # The hot path: a well-formed fragment for a pending call, as a plain dict or a
+        # Delta model, goes straight to the table's delta step. Anything else, or anything
+        # unusual, takes the general path, which validates, decides and reports.
+        cls = type(event)
+        if cls is dict:
+            if event.get("type") == "delta":  # type: ignore[union-attr]
+                call_id = event.get("id")  # type: ignore[union-attr]
+                payload = event.get("argsTextDelta", _MISSING)  # type: ignore[union-attr]
+                if payload is _MISSING:
+                    payload = event.get("args_text_delta")  # type: ignore[union-attr]
+                if (
+                    type(call_id) is str
+                    and type(payload) is str
+                    and self._fast_delta(call_id, payload)
+                ):
+                    return
+        elif cls is Delta:
+            call_id = event.id  # type: ignore[union-attr]
+            payload = event.args_text_delta  # type: ignore[union-attr]
+            if type(call_id) is str and type(payload) is str and self._fast_delta(call_id, payload):
+                return
+        kind, call_id, payload = self._decode(event)
         step = self._stream[kind]
         if step is _PER_CALL:
             record = self._calls.get(call_id)
             if record is not None:
-                # reduce(), unrolled for the hot path: the same table, one call less.
                 before = record.status
-                do = _STEPS[before][kind]
-                if type(do) is IgnoreReason:
-                    self._ignore(event, do)
-                    return
-                do(record, call_id, payload, self._limits)
-                if record.status is not before:
+                after = reduce(record, kind, call_id, payload, self._limits)
+                if type(after) is IgnoreReason:
+                    self._ignore(event, after)
+                elif record.status is not before:
                     self._changed(record)
                 return
             after = reduce(

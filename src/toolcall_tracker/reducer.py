@@ -192,7 +192,9 @@ class _CallRecord:
             return self.text
         parts = self.parts
         if len(parts) > 1:  # join once and keep the join: repeated reads stay linear
-            parts[:] = ["".join(parts)]
+            joined = "".join(parts)
+            parts.clear()  # (not parts[:] = ...: that copies the old pointers first)
+            parts.append(joined)
         return parts[0] if parts else ""
 
     def to_call(self) -> ToolCall:

@@ -182,7 +182,9 @@ class _Call:
     def text(self) -> str:
         parts = self.parts
         if len(parts) > 1:
-            parts[:] = ["".join(parts)]
+            joined = "".join(parts)
+            parts.clear()  # (not parts[:] = ...: that copies the old pointers first)
+            parts.append(joined)
         return parts[0] if parts else ""
 
 
