@@ -99,6 +99,7 @@ _NAME_WIDTH: Final = 24
 _SUMMARY_WIDTH: Final = 72
 _EVENT_WIDTH: Final = 46
 _PREVIEW_WIDTH: Final = 28
+_DETECT_ITEMS: Final = 1000  # items --format auto looks at
 
 
 class _InputError(Exception):
@@ -156,6 +157,9 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _loads(text: str) -> Any:
     """Strict JSON: like :func:`json.loads`, without the ``NaN``/``Infinity`` extension.
 
@@ -164,7 +168,7 @@ def _loads(text: str) -> Any:
         ValueError: a ``NaN``/``Infinity`` literal, or an integer too long to convert.
         RecursionError: nested too deeply.
     """
-    return json.loads(text, parse_constant=_reject_constant)
+    return _DECODER.decode(text)
 
 
 def _json_problem(exc: Exception) -> str:
@@ -173,7 +177,7 @@ def _json_problem(exc: Exception) -> str:
         return exc.msg
     if isinstance(exc, RecursionError):
         return "nested too deeply"
-    return str(exc)
+    return str(exc).split(";")[0]  # not the advice to call sys.set_int_max_str_digits()
 
 
 def _load_items(text: str) -> tuple[str, list[_Item]]:
@@ -386,9 +390,12 @@ def _looks_seed(kind: str, value: dict[str, Any]) -> bool:
 
 
 def _detect(items: list[_Item]) -> str:
-    """The format most items are distinctive of (``--format auto``)."""
+    """The format most items are distinctive of (``--format auto``).
+
+    Only the first :data:`_DETECT_ITEMS` items are looked at: a stream has one format.
+    """
     votes: dict[str, int] = {}
-    for item in items:
+    for item in items[:_DETECT_ITEMS]:
         found = _item_format(item.value)
         if found is not None:
             votes[found] = votes.get(found, 0) + 1
@@ -522,17 +529,17 @@ def _replay(path: str, fmt: str, *, timeline: bool) -> _Replay:
     detected = fmt == "auto"
     if detected:
         fmt = _detect(items)
-    pending_ignored: list[IgnoreReason] = []
+    just_ignored: list[tuple[Any, IgnoreReason]] = []
 
     def on_ignored(event: Any, reason: IgnoreReason) -> None:
-        pending_ignored.append(reason)
+        just_ignored.append((event, reason))
 
     machine = tool_call_streaming_state_machine(on_ignored=on_ignored)
     replay = _Replay(path, container, fmt, detected, len(items), machine)
     follower = _Timeline(replay) if timeline else None
 
-    def apply(item: _Item | None, event: Any, shown: Any) -> None:
-        """Apply one event; ``shown`` is what the report shows for it (a model if possible)."""
+    def apply(item: _Item | None, event: Any) -> None:
+        """Apply one event (a model, or a seed item as it was read) and record it."""
         number = None if item is None else item.number
         try:
             machine.apply(event)
@@ -540,23 +547,21 @@ def _replay(path: str, fmt: str, *, timeline: bool) -> _Replay:
             where = "at the end of the stream" if item is None else item.where()
             raise _InputError(f"{where}: {_clean(str(exc))}") from None
         replay.events += 1
-        ignored = pending_ignored[-1] if pending_ignored else None
-        pending_ignored.clear()
-        if ignored is not None:
-            replay.ignored.append((number, shown, ignored))
+        ignored: IgnoreReason | None = None
+        if just_ignored:
+            event, ignored = just_ignored[-1]  # the machine hands over the parsed model
+            just_ignored.clear()
+            replay.ignored.append((number, event, ignored))
         if follower is not None:
-            follower.record(number, shown, ignored)
+            if isinstance(event, dict):  # a seed item that applied: show it as a model
+                event = parse_event(event) or event
+            follower.record(number, event, ignored)
 
     if fmt == "seed":
         for item in items:
-            try:
-                shown: Any = parse_event(item.value)
-            except InvalidEvent as exc:
-                raise _InputError(f"{item.where()}: {_clean(str(exc))}") from None
-            apply(item, item.value, item.value if shown is None else shown)
+            apply(item, item.value)
         if machine.end is None:
-            end = End(ok=True, reason="source exhausted")
-            apply(None, end, end)
+            apply(None, End(ok=True, reason="source exhausted"))
         return replay
 
     adapter = _ADAPTERS[fmt]()
@@ -569,9 +574,9 @@ def _replay(path: str, fmt: str, *, timeline: bool) -> _Replay:
                 f"({type(exc).__name__}: {_clean(str(exc))})"
             ) from None
         for event in events:
-            apply(item, event, event)
+            apply(item, event)
     for event in adapter.end():
-        apply(None, event, event)
+        apply(None, event)
     return replay
 
 
@@ -720,11 +725,13 @@ def _render_timeline(replay: _Replay) -> list[str]:
         "(eof: the end of the stream); a column per call, [status]: the call the event is about",
     ]
     calls = {call.id: call for call in replay.calls}
+    ids = [_truncate(_clean(call_id), _ID_WIDTH) for call_id in replay.columns]
+    id_width = max((len(text) for text in ids), default=0)
     for index, call_id in enumerate(replay.columns):
         name = calls[call_id].name if call_id in calls else "?"
+        label = f"#{index + 1}"
         lines.append(
-            f"  #{index + 1:<3} {_truncate(_clean(call_id), _ID_WIDTH)}  "
-            f"{_truncate(_clean(name), _NAME_WIDTH)}"
+            f"  {label:<4} {ids[index]:<{id_width}}  {_truncate(_clean(name), _NAME_WIDTH)}"
         )
     hidden = len(calls) - len(replay.columns)
     if hidden > 0:
