@@ -257,7 +257,7 @@ def _load_sse(lines: list[str]) -> list[_Item]:
             value = _loads(payload)
         except json.JSONDecodeError as exc:
             lineno, prefix = at[min(exc.lineno, len(at)) - 1]
-            column = exc.colno + (prefix if exc.lineno == 1 or len(at) > 1 else 0)
+            column = exc.colno + prefix  # each data line is one line of the payload
             raise _InputError(
                 f"line {lineno}, column {column}: invalid JSON in the SSE data: {exc.msg}"
             ) from None
@@ -518,6 +518,7 @@ class _Timeline:
             self._refresh(call_id)
 
     def _refresh(self, call_id: str) -> None:
+        """Ask the machine for the call's status (cheap once it is no longer pending)."""
         call = self._machine.get(call_id)
         if call is not None:
             self._status[call_id] = call.status
