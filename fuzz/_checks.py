@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import json
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -39,6 +40,7 @@ __all__ = [
     "adapter_items",
     "check_adapters",
     "check_json",
+    "known_bug",
     "reference_json",
 ]
 
@@ -291,6 +293,26 @@ def _events(out: object, where: str) -> Iterator[Any]:
         yield event
 
 
+KNOWN_BUGS: dict[str, Callable[[BaseException], bool]] = {
+    # A lone surrogate in a provider's call id (JSON "\udcb4" escapes, or invalid UTF-8
+    # decoded with surrogateescape): the adapter builds Start(id=...), whose validation
+    # (the id's min_length) cannot handle it, and pydantic's ValidationError escapes feed.
+    "surrogate-id": lambda exc: "string_unicode" in str(exc),
+    # An adapter passes a provider's call id (or tool name) longer than Limits.max_id_chars
+    # (max_name_chars) through to Start: the tracker rejects the event as InvalidEvent.
+    "long-id": lambda exc: "Limits.max_id_chars" in str(exc) or "max_name_chars" in str(exc),
+}
+"""Core/adapter bugs found by the fuzzer and reported, by name -> "is this that bug?".
+With ``FUZZ_SKIP_KNOWN=1`` the fuzz targets pass over them, to look for other bugs."""
+
+
+def known_bug(exc: BaseException) -> str | None:
+    for name, matches in KNOWN_BUGS.items():
+        if matches(exc):
+            return name
+    return None
+
+
 def check_adapters(data: bytes) -> None:
     """Feed one adapter a stream of arbitrary dicts, then end it.
 
@@ -298,6 +320,15 @@ def check_adapters(data: bytes) -> None:
     every event applies to a tracker without :class:`InvalidEvent`; ``end()`` likewise,
     and it ends the turn.
     """
+    try:
+        _check_adapters(data)
+    except Exception as exc:
+        if os.environ.get("FUZZ_SKIP_KNOWN") and known_bug(exc):
+            return
+        raise
+
+
+def _check_adapters(data: bytes) -> None:
     name, items = adapter_items(data)
     if not name:
         return

@@ -225,6 +225,15 @@ CATALOGUE: list[Row] = [
         State("n\x00\x1b[2J\n\r", Status.PENDING),
     ),
     Row("id lone surrogate", lambda: [start("\ud800")], State("\ud800", Status.PENDING)),
+    Row(
+        "id lone surrogate in a Mapping that is not a dict",
+        lambda: [PlainMapping(start("\ud800"))],
+        State("\ud800", Status.PENDING),
+        xfail="core bug: a lone surrogate in an id is accepted from a plain dict (hand-checked "
+        "fast path) but is an InvalidEvent from any other Mapping and a pydantic "
+        "ValidationError from Start(id=...) (the id's min_length makes pydantic-core convert "
+        "it to UTF-8); the two paths disagree",
+    ),
     Row("id str subclass", lambda: [start(StrSubclass("n"))], State("n", Status.PENDING)),
     Row(
         "id differing by whitespace is another call",
