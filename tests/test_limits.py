@@ -359,12 +359,8 @@ def test_max_calls_full_then_end() -> None:
     assert hook.reasons == [IgnoreReason.TURN_ENDED]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: Limits(max_calls=0) is accepted but the first start is still tracked "
-    "(the machine only becomes 'full' after a call is created)",
-)
 def test_max_calls_zero_tracks_nothing() -> None:
+    # Found by this file: the first start used to be tracked (fixed in the core).
     m, hook = machine(limits=Limits(max_calls=0))
     m.apply(start("a"))
     assert hook.reasons == [IgnoreReason.TOO_MANY_CALLS]
@@ -813,13 +809,8 @@ async def test_tracker_memory_flat_with_keep_finished_zero(anyio_backend: str) -
         assert late - early < FLAT_BOUND, (early, late)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: one call that stays running pins the ready snapshot of every later "
-    "call (ToolCallTracker._ready is only trimmed up to the first unforgotten call), so "
-    "memory grows without bound under keep_finished=0",
-)
 def test_tracker_memory_flat_with_one_call_that_never_finishes() -> None:
+    # Found by this file: one running call used to pin every later ready snapshot.
     tracker = ToolCallTracker(keep_finished=0, limits=Limits(remember_forgotten=500))
     feed(tracker, [start("stuck"), delta("stuck", "{}"), ready("stuck")])
 
@@ -839,13 +830,9 @@ def test_tracker_memory_flat_with_one_call_that_never_finishes() -> None:
     assert late - early < FLAT_BOUND, (early, late)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: a cancelled wait_ready/wait_done for an id that never starts leaves "
-    "its _Waiter in ToolCallTracker._waiters until the turn ends (memory grows per id)",
-)
 @pytest.mark.anyio
 async def test_cancelled_waiters_do_not_accumulate(anyio_backend: str) -> None:
+    # Found by this file: cancelled waiters used to stay in the tracker until the end.
     with anyio.fail_after(DEADLINE * 3):
         tracker = ToolCallTracker()
 
