@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import Enum
-from typing import Annotated, Any, Literal, TypeAlias, Union
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from .errors import InvalidEvent
 
@@ -46,7 +46,19 @@ __all__ = [
 
 _EVENT_CONFIG = ConfigDict(frozen=True, strict=True, populate_by_name=True, extra="ignore")
 
-_Id = Annotated[str, Field(min_length=1, description="The call's id, unique within a stream.")]
+def _non_empty(value: str) -> str:
+    if not value:
+        raise ValueError("an id should have at least 1 character")
+    return value
+
+
+# Not Field(min_length=1): that makes pydantic-core convert the text to UTF-8 and refuse a
+# lone surrogate, which every other text field (and the hand-checked fast paths) accepts.
+_Id = Annotated[
+    str,
+    AfterValidator(_non_empty),
+    Field(description="The call's id, unique within a stream."),
+]
 
 
 class Start(BaseModel):
@@ -186,6 +198,30 @@ def _short(value: object, limit: int = 120) -> str:
     except Exception:  # a hostile __repr__ must not hide the real problem
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_new = object.__new__
+_set_attribute = object.__setattr__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+_ModelT = TypeVar("_ModelT", bound=BaseModel)
+
+
+def _construct(cls: type[_ModelT], values: dict[str, Any], fields_set: set[str]) -> _ModelT:
+    """``cls.model_construct(...)`` for values already known to be valid, several times faster.
+
+    ``values`` must hold every field (defaults included), exactly as ``model_construct``
+    would store them; ``fields_set`` the fields given explicitly. The instance is equal to,
+    and hashes like, the one ``model_construct`` builds. For the library's own hot paths
+    (snapshots, events built by adapters), never for input from outside.
+    """
+    instance: _ModelT = _new(cls)
+    _set_attribute(instance, "__dict__", values)
+    _set_fields_set(instance, fields_set)
+    _set_extra(instance, None)
+    _set_private(instance, None)
+    return instance
 
 
 _MISSING: Any = object()

@@ -49,7 +49,7 @@ from typing import Any, Final
 
 from ._json import _ArgumentsError, parse_json
 from .errors import ArgumentsTooLarge, IncompleteArguments
-from .events import Status, ToolCall
+from .events import Status, ToolCall, _construct
 from .limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
@@ -155,6 +155,9 @@ STREAM: Final[dict[str, dict[str, StreamAction | IgnoreReason]]] = {
 ``closed`` once an async tracker is closed."""
 
 
+_SNAPSHOT_FIELDS: Final = {"id", "name", "args_text", "args", "status", "result", "error"}
+
+
 class _CallRecord:
     """The mutable record of one call. ``parts`` holds fragments until ``ready``."""
 
@@ -202,14 +205,18 @@ class _CallRecord:
         so that appending a fragment need not invalidate anything)."""
         snap = self.snapshot
         if snap is None or self.status is PENDING:
-            snap = self.snapshot = ToolCall.model_construct(
-                id=self.id,
-                name=self.name,
-                args_text=self.args_text(),
-                args=self.args,
-                status=self.status,
-                result=self.result,
-                error=self.error,
+            snap = self.snapshot = _construct(
+                ToolCall,
+                {
+                    "id": self.id,
+                    "name": self.name,
+                    "args_text": self.args_text(),
+                    "args": self.args,
+                    "status": self.status,
+                    "result": self.result,
+                    "error": self.error,
+                },
+                _SNAPSHOT_FIELDS,
             )
         return snap
 

@@ -46,9 +46,8 @@ from collections.abc import Callable
 from typing import Any, Final, Literal, TypeAlias
 
 from ..errors import CallFailure
-from ..events import Delta, End, Error, Ready, Start
 from ._base import AdapterEvent, _FastLane
-from ._common import _delta
+from ._common import _delta, _end, _error, _ready, _start
 
 __all__ = [
     "OpenAIArgumentsMismatch",
@@ -212,9 +211,9 @@ class _Emitter(_FastLane):
         """Emit ``Start`` (and the fragments that waited for it), once id and name are known."""
         call.started = True
         call_id: Any = call.id
-        out.append(Start(id=call_id, name=call.name or ""))
+        out.append(_start(call_id, call.name or ""))
         if call.has_text:
-            out.append(Delta(id=call_id, argsTextDelta=call.text()))
+            out.append(_delta(call_id, call.text()))
             if not call.keep:
                 call.parts = []
 
@@ -251,9 +250,9 @@ class _Emitter(_FastLane):
             call.has_text = True
             if call.keep:
                 call.parts.append("{}")
-            out.append(Delta(id=call_id, argsTextDelta="{}"))
+            out.append(_delta(call_id, "{}"))
         call.status = _READY
-        out.append(Ready(id=call_id))
+        out.append(_ready(call_id))
 
     def _fail(self, call: _Call, error: OpenAICallFailure, out: list[AdapterEvent]) -> None:
         """Fail a call that is not failed yet (a nameless one is started as ``""``)."""
@@ -263,7 +262,7 @@ class _Emitter(_FastLane):
             self._start(call, out)
         call.status = _FAILED
         _logger.debug("failing tool call %r: %s", call.id, error.message)
-        out.append(Error(id=call.id, error=error))
+        out.append(_error(call.id, error))
 
 
 # -- Chat Completions ------------------------------------------------------------------
@@ -422,7 +421,7 @@ class OpenAIChatAdapter(_Emitter):
             ok = False
             reasons.insert(0, self._error)
         reason = ",".join(reasons) if reasons else "stream ended without any choice"
-        return [End(ok=ok, reason=reason)]
+        return [_end(ok, reason)]
 
     # -- internals --------------------------------------------------------------------
 
@@ -666,7 +665,7 @@ class OpenAIResponsesAdapter(_Emitter):
         if self._ended:
             return []
         self._ended = True
-        return [End(ok=False, reason="stream ended before response.completed")]
+        return [_end(False, "stream ended before response.completed")]
 
     # -- internals --------------------------------------------------------------------
 
@@ -798,7 +797,7 @@ class OpenAIResponsesAdapter(_Emitter):
             if call.status == _PENDING and call.id is not None:
                 self._ready(call, out)
         self._ended = True
-        out.append(End(ok=True, reason="completed"))
+        out.append(_end(True, "completed"))
 
     def _stopped(self, kind: str, response: Any, out: list[AdapterEvent]) -> None:
         if kind == "response.incomplete":
@@ -827,4 +826,4 @@ class OpenAIResponsesAdapter(_Emitter):
                     out,
                 )
         self._ended = True
-        out.append(End(ok=False, reason=reason))
+        out.append(_end(False, reason))
