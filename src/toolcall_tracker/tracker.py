@@ -107,7 +107,7 @@ class ToolCallTracker(ToolCallStateMachine):
         # call's is dropped), and the live ready_calls() iterators, each with its own queue
         # of snapshots it has not yielded yet: memory follows what is tracked or unread.
         self._ready: dict[str, ToolCall] = {}
-        self._iterators: weakref.WeakSet[_ReadyCalls] = weakref.WeakSet()
+        self._iterators: list[weakref.ref[_ReadyCalls]] = []
         self._woke = False  # a waiter was woken since consume last yielded
         self._waiters: dict[str, _Waiter] = {}
         self._stream_event: anyio.Event | None = None
@@ -327,8 +327,8 @@ class ToolCallTracker(ToolCallStateMachine):
         elif status is _RUNNING:
             record.timeline.ready = now
             snapshot = self._ready[record.id] = record.to_call()
-            for iterator in self._iterators:
-                iterator._queue.append(snapshot)
+            if self._iterators:
+                self._deliver(snapshot)
             self._wake_stream()
         else:
             timeline = record.timeline
@@ -342,6 +342,18 @@ class ToolCallTracker(ToolCallStateMachine):
                 waiter.event.set()
                 self._woke = True
         super()._changed(record)  # retention last: waiters already hold the record
+
+    def _deliver(self, snapshot: ToolCall) -> None:
+        """Queue a newly ready call for every live ready_calls() iterator."""
+        dead = False
+        for ref in self._iterators:
+            iterator = ref()
+            if iterator is None:
+                dead = True  # abandoned without finishing: garbage collected
+            else:
+                iterator._queue.append(snapshot)
+        if dead:
+            self._iterators = [ref for ref in self._iterators if ref() is not None]
 
     def _drop(self, record: _CallRecord) -> None:
         super()._drop(record)
@@ -387,7 +399,7 @@ class _ReadyCalls:
     def __init__(self, tracker: ToolCallTracker) -> None:
         self._tracker = tracker
         self._queue: deque[ToolCall] = deque(tracker._ready.values())
-        tracker._iterators.add(self)
+        tracker._iterators.append(weakref.ref(self))
 
     def __aiter__(self) -> _ReadyCalls:
         return self
@@ -399,7 +411,9 @@ class _ReadyCalls:
             if queue:
                 return queue.popleft()
             if tracker._end is not None or tracker._closed:
-                tracker._iterators.discard(self)
+                tracker._iterators = [
+                    ref for ref in tracker._iterators if ref() not in (self, None)
+                ]
                 raise StopAsyncIteration
             await tracker._stream_wakeup().wait()
 
