@@ -46,6 +46,7 @@ __all__ = [
 
 _EVENT_CONFIG = ConfigDict(frozen=True, strict=True, populate_by_name=True, extra="ignore")
 
+
 def _non_empty(value: str) -> str:
     if not value:
         raise ValueError("an id should have at least 1 character")
