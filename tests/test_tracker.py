@@ -932,3 +932,37 @@ def test_timeline_of_failed_calls() -> None:
         assert failed.finished is not None
         assert failed.ready <= failed.finished
         assert failed.tool_started is None
+
+
+@pytest.mark.anyio
+async def test_a_runner_started_just_before_consume_runs_while_a_source_never_blocks() -> None:
+    # The source never awaits anything, and the runner task has not even started when
+    # consume begins: only consume's own yield after each call becomes ready lets it run.
+    # (Trio may run the two tasks of a batch in either order, so one yield alone does not
+    # promise the runner goes first; thirty make missing every one as likely as 2**-30.)
+    with anyio.fail_after(DEADLINE):
+        tracker = ToolCallTracker()
+        events: list[dict[str, Any]] = []
+        for n in range(30):
+            events += [
+                {"type": "start", "id": f"c{n}", "name": "x"},
+                {"type": "delta", "id": f"c{n}", "argsTextDelta": "{}"},
+                {"type": "ready", "id": f"c{n}"},
+            ]
+        pulled: list[int] = []
+        seen: dict[str, int] = {}
+
+        async def source() -> AsyncIterator[dict[str, Any]]:
+            for index, event in enumerate(events):
+                pulled.append(index)
+                yield event
+
+        async def runner() -> None:
+            async for call in tracker.ready_calls():
+                seen[call.id] = len(pulled)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runner)
+            await tracker.consume(source())
+        assert len(seen) == 30
+        assert seen["c0"] < len(events)  # the runner ran while the stream was going on

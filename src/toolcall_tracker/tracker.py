@@ -108,7 +108,7 @@ class ToolCallTracker(ToolCallStateMachine):
         # of snapshots it has not yielded yet: memory follows what is tracked or unread.
         self._ready: dict[str, ToolCall] = {}
         self._iterators: list[weakref.ref[_ReadyCalls]] = []
-        self._woke = False  # a waiter was woken since consume last yielded
+        self._woke = False  # a call became ready or a waiter woke since consume yielded
         self._waiters: dict[str, _Waiter] = {}
         self._stream_event: anyio.Event | None = None
         self._consumers: set[anyio.CancelScope] = set()
@@ -121,8 +121,9 @@ class ToolCallTracker(ToolCallStateMachine):
 
         Returns when the source is exhausted; that ends the turn normally (``End(ok=True,
         reason="source exhausted")``) unless the source sent its own ``end``. After each
-        event that wakes a waiting task (a call became ready, a waited-for call changed),
-        it yields to the event loop once, so that task starts while the stream goes on.
+        event that makes a call ready or wakes a waiting task, it yields to the event loop
+        once, so tool tasks start while the stream goes on even if the source never
+        blocks.
 
         If the source raises, a malformed event arrives (without ``skip_invalid``) or the
         task is cancelled, the turn ends not ok (pending calls fail, every waiter wakes)
@@ -330,6 +331,10 @@ class ToolCallTracker(ToolCallStateMachine):
             if self._iterators:
                 self._deliver(snapshot)
             self._wake_stream()
+            # consume yields after every newly ready call, even if nobody waits yet: a
+            # runner task started just before consume must get to run while the stream
+            # goes on, whatever the source does.
+            self._woke = True
         else:
             timeline = record.timeline
             if timeline.ready is None and isinstance(record.error, InvalidArguments):
