@@ -16,7 +16,9 @@ their events at random (seeded): each call is a ``start``, its argument JSON cut
 over ``tracker.ready_calls()`` that applies the results (``--runner loop`` forces it); the
 tool raises for one call in 97.
 
-It reports events/s and peak memory (tracemalloc and ``getrusage`` max RSS) and asserts:
+A short warm-up turn (``--warmup`` calls, untraced) runs first, so that one-time lazy
+imports are not counted as session growth. It reports events/s and peak memory
+(tracemalloc and ``getrusage`` max RSS) and asserts:
 
 - every call ended ``done`` or ``error``, each exactly once, with the counts expected by
   construction (done = tool successes; error = invalid JSON + tool exceptions);
@@ -171,6 +173,17 @@ async def soak(args: argparse.Namespace) -> int:
     # The runner logs each tool exception with its traceback; one call in 97 raises here.
     logging.getLogger("toolcall_tracker.runner").setLevel(logging.CRITICAL)
     use_library = ToolRunner is not None and args.runner != "loop"
+    if args.warmup:  # a short untraced turn first: lazy imports are not session growth
+        warm = ToolCallTracker(keep_finished=args.keep_finished)
+        async with anyio.create_task_group() as tg:
+            if use_library:
+                tg.start_soon(ToolRunner([work], eager=True).run, warm)
+            else:
+                tg.start_soon(loop_runner, warm)
+            await anyio.wait_all_tasks_blocked()
+            await warm.consume(source(Plan(args.warmup, args.deltas, 0), 100, {}))
+        await warm.aclose()
+        del warm
     runner_name = "toolcall_tracker.runner.ToolRunner (eager)" if use_library else "minimal loop"
     if args.tracemalloc:
         tracemalloc.start()
@@ -207,6 +220,10 @@ async def soak(args: argparse.Namespace) -> int:
     leftover = [c for c in tracker.list() if c.status not in (Status.DONE, Status.ERROR)]
     await tracker.aclose()
     end_memory = traced()
+    if args.tracemalloc and args.top:
+        print(f"largest allocations still traced at the end (top {args.top}):")
+        for stat in tracemalloc.take_snapshot().statistics("lineno")[: args.top]:
+            print(f"  {stat}")
     peak = tracemalloc.get_traced_memory()[1] if args.tracemalloc else 0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     if args.tracemalloc:
@@ -267,6 +284,8 @@ def main() -> None:
     parser.add_argument("--tolerance", type=float, default=4.0, help="MiB of memory growth")
     parser.add_argument("--no-tracemalloc", dest="tracemalloc", action="store_false")
     parser.add_argument("--check-ids", action="store_true", help="also check ids finish once")
+    parser.add_argument("--warmup", type=int, default=1_000, help="calls in an untraced warm-up")
+    parser.add_argument("--top", type=int, default=0, help="show the N largest allocations left")
     parser.add_argument(
         "--no-settle",
         dest="settle",
