@@ -294,10 +294,6 @@ def _events(out: object, where: str) -> Iterator[Any]:
 
 
 KNOWN_BUGS: dict[str, Callable[[BaseException], bool]] = {
-    # A lone surrogate in a provider's call id (JSON "\udcb4" escapes, or invalid UTF-8
-    # decoded with surrogateescape): the adapter builds Start(id=...), whose validation
-    # (the id's min_length) cannot handle it, and pydantic's ValidationError escapes feed.
-    "surrogate-id": lambda exc: "string_unicode" in str(exc),
     # An adapter passes a provider's call id (or tool name) longer than Limits.max_id_chars
     # (max_name_chars) through to Start: the tracker rejects the event as InvalidEvent.
     "long-id": lambda exc: "Limits.max_id_chars" in str(exc) or "max_name_chars" in str(exc),

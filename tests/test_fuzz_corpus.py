@@ -21,12 +21,11 @@ import _checks  # noqa: E402
 TARGETS = {"fuzz_json": _checks.check_json, "fuzz_adapters": _checks.check_adapters}
 
 KNOWN = {
-    "surrogate-id": "adapter/core bug: a lone surrogate in a provider's call id makes "
-    "Start(id=...) raise pydantic's ValidationError (string_unicode) out of feed()",
     "long-id": "adapter bug: a provider call id longer than Limits.max_id_chars (256) is passed "
     "through to Start, and the tracker rejects that event with InvalidEvent",
 }
-"""Corpus files named ``crash-<known bug>-<hash>`` reproduce a reported bug: xfail(strict)."""
+"""Corpus files named ``crash-<known bug>-<hash>`` reproduce a reported bug: xfail(strict).
+(``crash-surrogate-id-*`` reproduce a bug fixed since: they are plain regression inputs.)"""
 
 
 def corpus(target: str) -> list[Path]:

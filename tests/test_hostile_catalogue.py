@@ -17,9 +17,9 @@ is a list of inputs; its outcome concerns the last one:
 Each time the bystander must be untouched, its waiter still waiting, and once the turn is
 closed every waiter must return (bounded by ``anyio.fail_after``): never a crash, never a
 hang, never corruption of another call. Rows that reveal a core bug are marked
-``xfail(strict=True)`` with the reason. (The raw lone surrogate crash, the raising Mapping
-and the unvalidated ``model_construct`` start this table found are fixed in the core;
-their rows stay as regression tests.)
+``xfail(strict=True)`` with the reason. (The raw lone surrogate crash, the raising Mapping,
+the unvalidated ``model_construct`` start and the surrogate id rejected by non-dict mappings
+this table found are fixed in the core; their rows stay as regression tests.)
 """
 
 from __future__ import annotations
@@ -229,10 +229,6 @@ CATALOGUE: list[Row] = [
         "id lone surrogate in a Mapping that is not a dict",
         lambda: [PlainMapping(start("\ud800"))],
         State("\ud800", Status.PENDING),
-        xfail="core bug: a lone surrogate in an id is accepted from a plain dict (hand-checked "
-        "fast path) but is an InvalidEvent from any other Mapping and a pydantic "
-        "ValidationError from Start(id=...) (the id's min_length makes pydantic-core convert "
-        "it to UTF-8); the two paths disagree",
     ),
     Row("id str subclass", lambda: [start(StrSubclass("n"))], State("n", Status.PENDING)),
     Row(
