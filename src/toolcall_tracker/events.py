@@ -276,9 +276,11 @@ def _decode(event: object) -> tuple[str, Any, Any] | None:
         if not (type(model.ok) is bool and (model.reason is None or type(model.reason) is str)):
             _revalidate(model)
         return "end", None, model
-    kind, call_id = model.type, model.id
+    kind, call_id = model.type, getattr(model, "id", None)
     field = _PAYLOAD_FIELD[kind]
-    payload = None if field is None else getattr(model, field)
+    payload = None if field is None else getattr(model, field, _MISSING)
+    if payload is _MISSING:  # model_construct left a required field out
+        _revalidate(model)
     if not (
         type(call_id) is str
         and call_id
