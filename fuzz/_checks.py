@@ -294,9 +294,8 @@ def _events(out: object, where: str) -> Iterator[Any]:
 
 
 KNOWN_BUGS: dict[str, Callable[[BaseException], bool]] = {
-    # An adapter passes a provider's call id (or tool name) longer than Limits.max_id_chars
-    # (max_name_chars) through to Start: the tracker rejects the event as InvalidEvent.
-    "long-id": lambda exc: "Limits.max_id_chars" in str(exc) or "max_name_chars" in str(exc),
+    # (empty: "long-id", a provider id or tool name over the limits passed through to Start,
+    # is fixed; its crash inputs stay in the corpus as regression checks)
 }
 """Core/adapter bugs found by the fuzzer and reported, by name -> "is this that bug?".
 With ``FUZZ_SKIP_KNOWN=1`` the fuzz targets pass over them, to look for other bugs."""

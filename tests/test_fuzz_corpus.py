@@ -20,12 +20,10 @@ import _checks  # noqa: E402
 
 TARGETS = {"fuzz_json": _checks.check_json, "fuzz_adapters": _checks.check_adapters}
 
-KNOWN = {
-    "long-id": "adapter bug: a provider call id longer than Limits.max_id_chars (256) is passed "
-    "through to Start, and the tracker rejects that event with InvalidEvent",
-}
+KNOWN: dict[str, str] = {}
 """Corpus files named ``crash-<known bug>-<hash>`` reproduce a reported bug: xfail(strict).
-(``crash-surrogate-id-*`` reproduce a bug fixed since: they are plain regression inputs.)"""
+(``crash-surrogate-id-*`` and ``crash-long-id-*`` reproduce bugs fixed since: they are plain
+regression inputs.)"""
 
 
 def corpus(target: str) -> list[Path]:

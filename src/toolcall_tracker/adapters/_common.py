@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from pydantic import BaseModel
 
 from ..events import Delta, End, Error, Ready, Result, Start, _construct
+from ..limits import DEFAULT_LIMITS
 
 logger: Final = logging.getLogger("toolcall_tracker.adapters")
 """Adapters log the provider items they ignore as malformed here, at DEBUG."""
@@ -72,6 +73,17 @@ def _json_text(value: Any) -> str | None:
         return None
 
 
+_MAX_ID: Final = DEFAULT_LIMITS.max_id_chars
+
+
+def _usable_id(value: Any) -> TypeGuard[str]:
+    """Whether a provider-given call id can be the tracker id: a non-empty ``str`` within
+    the default ``Limits.max_id_chars``. Adapters treat any other id as missing (they
+    synthesise one, or ignore the item where the id is all that routes it), so a hostile
+    id fails nothing but its own call and never makes the tracker raise mid-stream."""
+    return type(value) is str and 0 < len(value) <= _MAX_ID
+
+
 class _IdMinter:
     """The ids one stream has used; synthesises unique ids for calls that lack one.
 
@@ -112,7 +124,13 @@ def _delta(call_id: str, text: str) -> Delta:
 
 
 def _start(call_id: str, name: str) -> Start:
+    if len(name) > _MAX_NAME:  # hostile: keep the call, with a name no tool can have
+        name = name[: _MAX_NAME - len(_CUT)] + _CUT
     return _construct(Start, {"type": "start", "id": call_id, "name": name}, {"id", "name"})
+
+
+_MAX_NAME: Final = DEFAULT_LIMITS.max_name_chars
+_CUT: Final = "...(cut)"
 
 
 def _ready(call_id: str) -> Ready:

@@ -79,6 +79,7 @@ from ._common import (
     _result,
     _short,
     _start,
+    _usable_id,
     logger,
 )
 
@@ -234,8 +235,8 @@ class AISDKAdapter(_FastLane):
 
     def _on_start(self, item: Any) -> list[AdapterEvent]:
         call_id = _get(item, "toolCallId")
-        if not isinstance(call_id, str) or not call_id:
-            logger.debug("ai_sdk: ignored a tool-input-start without a toolCallId: %r", item)
+        if not _usable_id(call_id):
+            logger.debug("ai_sdk: ignored a tool-input-start without a usable toolCallId")
             return []
         if call_id in self._calls:
             return []
@@ -250,8 +251,8 @@ class AISDKAdapter(_FastLane):
 
     def _on_available(self, item: Any) -> list[AdapterEvent]:
         call_id = _get(item, "toolCallId")
-        if not isinstance(call_id, str) or not call_id:
-            logger.debug("ai_sdk: ignored a tool-input-available without a toolCallId")
+        if not _usable_id(call_id):
+            logger.debug("ai_sdk: ignored a tool-input-available without a usable toolCallId")
             return []
         events: list[AdapterEvent] = []
         call = self._calls.get(call_id)

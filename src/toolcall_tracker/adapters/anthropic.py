@@ -77,6 +77,7 @@ from ._common import (
     _result,
     _short,
     _start,
+    _usable_id,
     logger,
 )
 
@@ -280,7 +281,7 @@ class AnthropicAdapter(_FastLane):
                 return []  # the same block announced twice
             why = "a new block started at its index before it closed"
             events += self._fail(old, why, "content_block_start", index)
-        if not isinstance(call_id, str) or not call_id:
+        if not _usable_id(call_id):
             call_id = self._ids.mint(f"anthropic-block-{index}")
         elif not self._ids.claim(call_id):
             logger.debug("anthropic: ignored a tool block reusing id %r", call_id)

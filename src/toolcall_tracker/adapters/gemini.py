@@ -66,6 +66,7 @@ from ._common import (
     _ready,
     _short,
     _start,
+    _usable_id,
     logger,
 )
 
@@ -383,7 +384,7 @@ class GeminiAdapter:
             if name is not None or _get(call, "partial_args", "partialArgs") or _get(call, "args"):
                 logger.debug("gemini: ignored a function_call without a name: %r", call)
             return
-        if given_id is None:
+        if not _usable_id(given_id):
             call_id = self._ids.mint(f"gemini-call-{index}-{state.count}")
         elif self._ids.claim(given_id):
             call_id = given_id

@@ -47,7 +47,7 @@ from typing import Any, Final, Literal, TypeAlias
 
 from ..errors import CallFailure
 from ._base import AdapterEvent, _FastLane
-from ._common import _delta, _end, _error, _ready, _start
+from ._common import _delta, _end, _error, _ready, _start, _usable_id
 
 __all__ = [
     "OpenAIArgumentsMismatch",
@@ -521,7 +521,8 @@ class OpenAIChatAdapter(_Emitter):
             for previous in state.calls:
                 if previous.status == _PENDING:
                     self._ready(previous, out)
-        candidate = server_id or f"call_{state.index}_{len(state.calls)}"
+        candidate = server_id if _usable_id(server_id) else None
+        candidate = candidate or f"call_{state.index}_{len(state.calls)}"
         call = _Call(self._unique(candidate), name, False)
         state.calls.append(call)
         state.latest = call
@@ -720,9 +721,9 @@ class OpenAIResponsesAdapter(_Emitter):
         if not call.name and type(name) is str and name:
             call.name = name
         if call.id is None:
-            if call_id is not None:
+            if _usable_id(call_id):
                 call.id = self._unique(call_id)
-            elif item_id is not None:
+            elif _usable_id(item_id):
                 call.id = self._unique(item_id)
             elif output_index is not None:
                 call.id = self._unique(f"call_{output_index}")
