@@ -136,13 +136,16 @@ class ToolCallStateMachine:
             self._ignore(event, step)
 
     def _fast_delta(self, call_id: str, text: str) -> bool:
-        """The adapters' fast lane: apply ``delta(call_id, text)`` if it is the common case.
+        """The hot path: apply ``delta(call_id, text)`` if it is the common case.
 
-        For a fragment an adapter has already checked (a ``str``, for an id it started), this
-        applies the table's ``delta`` step without building a ``Delta`` model, and returns
-        ``True``. In every other case (no such call, not pending, the turn ended, the
-        tracker closed) it changes nothing and returns ``False``: the adapter then emits a
-        ``Delta`` event as usual and the ordinary path decides and reports.
+        Used by :meth:`apply` for a hand-checked dict or ``Delta`` fragment and, as the
+        adapters' fast lane (``adapters._base._FastLane``), for fragments an adapter read
+        from a provider item, so no ``Delta`` model is built for them. ``text`` must be a
+        ``str``. If a call ``call_id`` exists and the table's ``delta`` step for its state
+        is an action, that step is applied and it returns ``True``. In every other case (no
+        such call, not pending, the turn ended, the tracker closed) it changes nothing and
+        returns ``False``, and the caller takes the ordinary path, which decides and
+        reports. A record only exists for an id that passed validation at its ``start``.
         """
         record = self._calls.get(call_id)
         if record is None or not self._deltas_route:
