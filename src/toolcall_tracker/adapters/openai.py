@@ -350,6 +350,10 @@ class OpenAIChatAdapter(_Emitter):
         Raises:
             TypeError: ``item`` is not a provider item at all (see the module docs).
         """
+        if type(item) is not dict and not self._ended:
+            fast = self._fast_fragment(item)
+            if fast is not None:
+                return fast
         get: _Getter = _get if type(item) is dict else getattr
         choices = get(item, "choices", None)
         out: list[AdapterEvent] = []
@@ -399,6 +403,52 @@ class OpenAIChatAdapter(_Emitter):
             if finish is not None:
                 self._finish(state, finish, out)
         return out
+
+    def _fast_fragment(self, item: Any) -> list[AdapterEvent] | None:
+        """The commonest SDK chunk, read with plain attribute access: one choice, no finish
+        reason, one tool-call fragment that only carries more arguments for a started,
+        pending call found by index. Returns what :meth:`feed` would, or ``None`` for any
+        other chunk (including one not shaped like an SDK object), which takes the general
+        route."""
+        try:
+            choices = item.choices
+            if type(choices) is not list or len(choices) != 1:
+                return None
+            choice = choices[0]
+            if choice.finish_reason is not None:
+                return None
+            tool_calls = choice.delta.tool_calls
+            if type(tool_calls) is not list or len(tool_calls) != 1:
+                return None
+            fragment = tool_calls[0]
+            position = fragment.index
+            if type(position) is not int or fragment.id is not None:
+                return None
+            index = choice.index
+            state = self._choices.get(index if type(index) is int else 0)
+            if state is None:
+                return None
+            call = state.by_index.get(position)
+            function = fragment.function
+            if (
+                call is None
+                or call.status != _PENDING
+                or not call.started
+                or function is None
+                or function.name is not None
+            ):
+                return None
+            arguments = function.arguments
+            if type(arguments) is not str or not arguments:
+                return None
+        except AttributeError:
+            return None
+        call.has_text = True
+        call_id: Any = call.id
+        sink = self._sink
+        if sink is not None and sink(call_id, arguments):
+            return []
+        return [_delta(call_id, arguments)]
 
     def end(self) -> list[AdapterEvent]:
         """The turn's ``End`` (see the class docs); ``[]`` if called again."""
