@@ -670,9 +670,8 @@ class OpenAIResponsesAdapter(_Emitter):
         # dict item can use ``dict.get`` itself.
         get: _Getter = _dict_get if type(item) is dict else getattr
         kind = get(item, "type", None)
-        out: list[AdapterEvent] = []
         if self._ended:
-            return out
+            return []
         if kind == _ARGS_DELTA:  # the hot path
             fragment = get(item, "delta", None)
             if type(fragment) is str and fragment:
@@ -684,10 +683,14 @@ class OpenAIResponsesAdapter(_Emitter):
                     call.has_text = True
                     call.parts.append(fragment)  # kept: the final arguments are compared
                     if call.started:
+                        call_id: Any = call.id
                         sink = self._sink
-                        if sink is None or not sink(call.id, fragment):  # type: ignore[arg-type]
-                            out.append(_delta(call.id, fragment))  # type: ignore[arg-type]
-        elif kind == _ITEM_ADDED:
+                        if sink is not None and sink(call_id, fragment):
+                            return []
+                        return [_delta(call_id, fragment)]
+            return []
+        out: list[AdapterEvent] = []
+        if kind == _ITEM_ADDED:
             self._item(_get(item, "item"), _get(item, "output_index"), None, out)
         elif kind == _ARGS_DONE:
             call = self._route(_get(item, "item_id"), _get(item, "output_index"), False)
