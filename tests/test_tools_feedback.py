@@ -57,11 +57,6 @@ def fail() -> None:
     raise ValueError("nope")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"  # the builders are synchronous; one backend is enough to make calls
-
-
 async def finished_calls() -> list[ToolCall]:
     events = [
         *call_events("call_1", "forecast", {"city": "Oslo"}),
@@ -78,9 +73,10 @@ async def finished_calls() -> list[ToolCall]:
             return await ToolRunner([forecast, greet, stamp, fail], eager=True).run(tracker)
 
 
-@pytest.fixture
-async def calls(anyio_backend: str) -> list[ToolCall]:
-    return await finished_calls()
+@pytest.fixture(scope="module")
+def calls() -> list[ToolCall]:
+    # The builders are synchronous; the calls are made once, on one backend.
+    return anyio.run(finished_calls)
 
 
 def materialize(value: Any) -> Any:
@@ -113,8 +109,7 @@ def test_result_and_error_text() -> None:
 # -- the four providers -------------------------------------------------------------------
 
 
-@pytest.mark.anyio
-async def test_openai_chat_messages(calls: list[ToolCall]) -> None:
+def test_openai_chat_messages(calls: list[ToolCall]) -> None:
     messages = openai_chat_messages(calls)
     for message in messages:
         check_typed(ChatCompletionMessageParam, message)
@@ -139,8 +134,7 @@ async def test_openai_chat_messages(calls: list[ToolCall]) -> None:
     assert openai_chat_messages([]) == []
 
 
-@pytest.mark.anyio
-async def test_openai_responses_items(calls: list[ToolCall]) -> None:
+def test_openai_responses_items(calls: list[ToolCall]) -> None:
     items = openai_responses_items(calls)
     for item in items:
         check_typed(ResponseInputItemParam, item)
@@ -155,8 +149,7 @@ async def test_openai_responses_items(calls: list[ToolCall]) -> None:
     assert openai_responses_items(calls, include_calls=False) == items[6:]
 
 
-@pytest.mark.anyio
-async def test_anthropic_messages(calls: list[ToolCall]) -> None:
+def test_anthropic_messages(calls: list[ToolCall]) -> None:
     messages = anthropic_messages(calls)
     for message in messages:
         # pydantic validates MessageParam's Iterable content lazily, and iterating that
@@ -187,8 +180,7 @@ async def test_anthropic_messages(calls: list[ToolCall]) -> None:
     assert anthropic_messages(calls, include_calls=False) == [user]
 
 
-@pytest.mark.anyio
-async def test_gemini_contents(calls: list[ToolCall]) -> None:
+def test_gemini_contents(calls: list[ToolCall]) -> None:
     contents = gemini_contents(calls)
     parsed = [genai.Content.model_validate(content) for content in contents]
     model, user = parsed
