@@ -131,7 +131,7 @@ EventInput: TypeAlias = Union[Start, Delta, Ready, Result, Error, End, Mapping[s
 
 _EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)
 _EVENT_MODELS = (Start, Delta, Ready, Result, Error, End)
-KNOWN_TYPES = frozenset({"start", "delta", "ready", "result", "error", "end"})
+_KNOWN_TYPES = frozenset({"start", "delta", "ready", "result", "error", "end"})
 
 
 def _describe(exc: ValidationError) -> str:
@@ -172,11 +172,11 @@ def parse_event(event: object) -> Start | Delta | Ready | Result | Error | End |
         ) from None
     if not isinstance(kind, str):
         raise InvalidEvent(
-            f"an event mapping needs a string 'type' (one of {sorted(KNOWN_TYPES)}), "
+            f"an event mapping needs a string 'type' (one of {sorted(_KNOWN_TYPES)}), "
             f"got {_short(kind)}: {_short(event)}",
             event,
         )
-    if kind not in KNOWN_TYPES:
+    if kind not in _KNOWN_TYPES:
         return None
     return _validate(kind, fields, event)
 
@@ -194,6 +194,7 @@ def _validate(
 
 
 def _short(value: object, limit: int = 120) -> str:
+    """A bounded ``repr`` for messages and logs; never raises."""
     try:
         text = repr(value)
     except Exception:  # a hostile __repr__ must not hide the real problem

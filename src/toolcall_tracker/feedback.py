@@ -69,6 +69,13 @@ def error_text(error: Any) -> str:
     return to_json({"error": jsonable(error)}).decode()
 
 
+def _reply(call: ToolCall, render_result: TextRenderer, render_error: TextRenderer) -> str:
+    """The text sent back for a finished call: its rendered result, or its rendered error."""
+    if call.status is Status.ERROR:
+        return render_error(call.error)
+    return render_result(call.result)
+
+
 def openai_chat_messages(
     calls: Iterable[ToolCall],
     *,
@@ -110,8 +117,7 @@ def openai_chat_messages(
             }
         )
     for call in finished:
-        failed = call.status is Status.ERROR
-        content = render_error(call.error) if failed else render_result(call.result)
+        content = _reply(call, render_result, render_error)
         messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
     return messages
 
@@ -147,8 +153,7 @@ def openai_responses_items(
             for call in finished
         )
     for call in finished:
-        failed = call.status is Status.ERROR
-        output = render_error(call.error) if failed else render_result(call.result)
+        output = _reply(call, render_result, render_error)
         items.append({"type": "function_call_output", "call_id": call.id, "output": output})
     return items
 
@@ -197,7 +202,7 @@ def anthropic_messages(
             {
                 "type": "tool_result",
                 "tool_use_id": call.id,
-                "content": render_error(call.error) if failed else render_result(call.result),
+                "content": _reply(call, render_result, render_error),
                 "is_error": failed,
             }
         )

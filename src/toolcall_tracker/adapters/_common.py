@@ -22,6 +22,7 @@ from typing import Any, Final, TypeGuard
 from pydantic import BaseModel
 
 from ..events import Delta, End, Error, Ready, Result, Start, _construct
+from ..events import _short as _bounded_repr
 from ..limits import DEFAULT_LIMITS
 
 logger: Final = logging.getLogger("toolcall_tracker.adapters")
@@ -150,9 +151,5 @@ def _end(ok: bool, reason: str | None) -> End:
 
 
 def _short(value: object, limit: int = 80) -> str:
-    """A bounded ``repr`` for error messages (never raises)."""
-    try:
-        text = repr(value)
-    except Exception:
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """A bounded ``repr`` for error messages (never raises): the core's, cut at 80."""
+    return _bounded_repr(value, limit)

@@ -264,6 +264,26 @@ class _Emitter(_FastLane):
         _logger.debug("failing tool call %r: %s", call.id, error.message)
         out.append(_error(call.id, error))
 
+    def _fail_pending(
+        self, calls: list[_Call], reason: str, choice: int | None, out: list[AdapterEvent]
+    ) -> None:
+        """Fail every call still pending: the turn stopped for ``reason`` before they were
+        complete (``choice`` is the Chat choice, ``None`` for Responses)."""
+        for call in calls:
+            if call.status == _PENDING:
+                self._fail(
+                    call,
+                    OpenAITurnCutOff(
+                        api=self._api,
+                        reason=reason,
+                        choice=choice,
+                        message=f"the turn stopped ({reason}) before the arguments of tool "
+                        f"call {call.id!r} ({call.name}) were complete; its text may be "
+                        "truncated",
+                    ),
+                    out,
+                )
+
 
 # -- Chat Completions ------------------------------------------------------------------
 
@@ -593,20 +613,7 @@ class OpenAIChatAdapter(_Emitter):
             self._cut_off(state, finish, out)
 
     def _cut_off(self, state: _Choice, reason: str, out: list[AdapterEvent]) -> None:
-        for call in state.calls:
-            if call.status == _PENDING:
-                self._fail(
-                    call,
-                    OpenAITurnCutOff(
-                        api="chat.completions",
-                        reason=reason,
-                        choice=state.index,
-                        message=f"the turn stopped ({reason}) before the arguments of tool "
-                        f"call {call.id!r} ({call.name}) were complete; its text may be "
-                        "truncated",
-                    ),
-                    out,
-                )
+        self._fail_pending(state.calls, reason, state.index, out)
 
 
 # -- Responses ---------------------------------------------------------------------------
@@ -866,18 +873,6 @@ class OpenAIResponsesAdapter(_Emitter):
         self._cut_off(reason, out)
 
     def _cut_off(self, reason: str, out: list[AdapterEvent]) -> None:
-        for call in self._calls:
-            if call.status == _PENDING:
-                self._fail(
-                    call,
-                    OpenAITurnCutOff(
-                        api="responses",
-                        reason=reason,
-                        message=f"the response stopped ({reason}) before the arguments of "
-                        f"tool call {call.id!r} ({call.name}) were complete; its text may "
-                        "be truncated",
-                    ),
-                    out,
-                )
+        self._fail_pending(self._calls, reason, None, out)
         self._ended = True
         out.append(_end(False, reason))
