@@ -61,7 +61,7 @@ class Adapter(Protocol[ItemT_contra]):
         ...
 
     def end(self) -> list[AdapterEvent]:
-        """The events the end of the provider stream implies (at least an ``End``)."""
+        """What the end of the stream implies: an ``End``, unless ``feed`` emitted one."""
         ...
 
 
