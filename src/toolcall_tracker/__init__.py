@@ -6,8 +6,10 @@ The public surface, re-exported here:
   :class:`End`, the :data:`Event` union, :func:`parse_event`;
 - calls: :class:`ToolCall` snapshots and their :class:`Status`;
 - the synchronous machine: :func:`tool_call_streaming_state_machine`,
-  :class:`ToolCallStateMachine`, and the reducer's :class:`IgnoreReason` vocabulary;
-- the async :class:`ToolCallTracker`;
+  :class:`ToolCallStateMachine`, the reducer's :class:`IgnoreReason` vocabulary, its change
+  feed (:class:`ChangeListener`) and the path adapters write through (:class:`EventSink`,
+  :class:`EventCollector`, :class:`ItemSource`);
+- the async :class:`ToolCallTracker` and its :class:`CallTimeline`;
 - exceptions (:class:`InvalidEvent`, :class:`ToolCallFailed`, :class:`UnknownToolCall`,
   :class:`TrackerClosed`) and the error values stored in calls (:class:`CallFailure`,
   :class:`InvalidArguments`, :class:`IncompleteArguments`, :class:`ArgumentsTooLarge`);
@@ -19,49 +21,95 @@ The public surface, re-exported here:
 Provider-specific pieces live in submodules: :mod:`toolcall_tracker.adapters` (stream
 adapters), :mod:`toolcall_tracker.tools` (tool definitions per provider) and
 :mod:`toolcall_tracker.feedback` (result messages per provider).
+
+Names are imported lazily, on first use (as pydantic does): code that only uses the
+synchronous machine and the adapters never loads anyio, the runner or the command line.
 """
 
-from .errors import (
-    ArgumentsTooLarge,
-    CallFailure,
-    IncompleteArguments,
-    InvalidArguments,
-    InvalidEvent,
-    ToolCallFailed,
-    ToolCallTrackerError,
-    TrackerClosed,
-    UnknownToolCall,
-)
-from .events import (
-    Delta,
-    End,
-    Error,
-    Event,
-    EventInput,
-    Ready,
-    Result,
-    Start,
-    Status,
-    ToolCall,
-    parse_event,
-)
-from .failures import (
-    CallCancelled,
-    CallTimedOut,
-    FieldError,
-    NotExecuted,
-    ToolRaised,
-    UnknownTool,
-    ValidationFailed,
-)
-from .limits import DEFAULT_LIMITS, Limits
-from .machine import IgnoredHook, ToolCallStateMachine, tool_call_streaming_state_machine
-from .reducer import IgnoreReason
-from .runner import ToolRunner, run_tools
-from .tools import Tool, ToolsInput, tool
-from .tracker import CallTimeline, ToolCallTracker
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .calls import Status, ToolCall
+    from .changes import ChangeListener
+    from .errors import (
+        ArgumentsTooLarge,
+        CallFailure,
+        IncompleteArguments,
+        InvalidArguments,
+        InvalidEvent,
+        ToolCallFailed,
+        ToolCallTrackerError,
+        TrackerClosed,
+        UnknownToolCall,
+    )
+    from .events import Delta, End, Error, Event, EventInput, Ready, Result, Start, parse_event
+    from .failures import (
+        CallCancelled,
+        CallTimedOut,
+        FieldError,
+        NotExecuted,
+        ToolRaised,
+        UnknownTool,
+        ValidationFailed,
+    )
+    from .limits import DEFAULT_LIMITS, Limits
+    from .machine import IgnoredHook, ToolCallStateMachine, tool_call_streaming_state_machine
+    from .reducer import IgnoreReason
+    from .runner import ToolRunner, run_tools
+    from .sink import EventCollector, EventSink, ItemSource
+    from .timeline import CallTimeline
+    from .tools import Tool, ToolsInput, tool
+    from .tracker import ToolCallTracker
 
 __version__ = "0.1.0"
+
+_MODULE_OF: dict[str, str] = {
+    **dict.fromkeys(("Status", "ToolCall"), "calls"),
+    "ChangeListener": "changes",
+    **dict.fromkeys(
+        (
+            "ArgumentsTooLarge",
+            "CallFailure",
+            "IncompleteArguments",
+            "InvalidArguments",
+            "InvalidEvent",
+            "ToolCallFailed",
+            "ToolCallTrackerError",
+            "TrackerClosed",
+            "UnknownToolCall",
+        ),
+        "errors",
+    ),
+    **dict.fromkeys(
+        ("Delta", "End", "Error", "Event", "EventInput", "Ready", "Result", "Start", "parse_event"),
+        "events",
+    ),
+    **dict.fromkeys(
+        (
+            "CallCancelled",
+            "CallTimedOut",
+            "FieldError",
+            "NotExecuted",
+            "ToolRaised",
+            "UnknownTool",
+            "ValidationFailed",
+        ),
+        "failures",
+    ),
+    **dict.fromkeys(("DEFAULT_LIMITS", "Limits"), "limits"),
+    **dict.fromkeys(
+        ("IgnoredHook", "ToolCallStateMachine", "tool_call_streaming_state_machine"), "machine"
+    ),
+    "IgnoreReason": "reducer",
+    **dict.fromkeys(("ToolRunner", "run_tools"), "runner"),
+    **dict.fromkeys(("EventCollector", "EventSink", "ItemSource"), "sink"),
+    "CallTimeline": "timeline",
+    **dict.fromkeys(("Tool", "ToolsInput", "tool"), "tools"),
+    "ToolCallTracker": "tracker",
+}
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -70,17 +118,21 @@ __all__ = [
     "CallFailure",
     "CallTimeline",
     "CallTimedOut",
+    "ChangeListener",
     "Delta",
     "End",
     "Error",
     "Event",
-    "FieldError",
+    "EventCollector",
     "EventInput",
+    "EventSink",
+    "FieldError",
     "IgnoreReason",
     "IgnoredHook",
     "IncompleteArguments",
     "InvalidArguments",
     "InvalidEvent",
+    "ItemSource",
     "Limits",
     "NotExecuted",
     "Ready",
@@ -106,3 +158,17 @@ __all__ = [
     "tool",
     "tool_call_streaming_state_machine",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use, then keep it here."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -67,8 +67,9 @@ from .adapters import (
     OpenAIChatAdapter,
     OpenAIResponsesAdapter,
 )
+from .calls import Status, ToolCall
 from .errors import InvalidEvent
-from .events import Delta, End, Error, Ready, Result, Start, Status, ToolCall, parse_event
+from .events import Delta, End, Error, Ready, Result, Start, parse_event
 from .machine import ToolCallStateMachine, tool_call_streaming_state_machine
 from .reducer import IgnoreReason
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from .events import ToolCall
+    from .calls import ToolCall
 
 __all__ = [
     "ArgumentsTooLarge",

@@ -1,4 +1,4 @@
-"""The wire protocol: the events a model stream is made of, and the call snapshots.
+"""The wire protocol: the events a model stream is made of.
 
 Six event types make up a stream. Five concern one tool call each, named by ``id``:
 
@@ -23,11 +23,11 @@ for anything malformed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import Enum
-from typing import Annotated, Any, Literal, TypeAlias, TypeVar, Union
+from typing import Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from ._support import bounded_repr as _short
 from .errors import InvalidEvent
 
 __all__ = [
@@ -39,8 +39,6 @@ __all__ = [
     "Ready",
     "Result",
     "Start",
-    "Status",
-    "ToolCall",
     "parse_event",
 ]
 
@@ -191,145 +189,3 @@ def _validate(
         return parsed
     except ValidationError as exc:
         raise InvalidEvent(f"invalid {kind!r} event: {_describe(exc)}", event) from None
-
-
-def _short(value: object, limit: int = 120) -> str:
-    """A bounded ``repr`` for messages and logs; never raises."""
-    try:
-        text = repr(value)
-    except Exception:  # a hostile __repr__ must not hide the real problem
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-_new = object.__new__
-_set_attribute = object.__setattr__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-_ModelT = TypeVar("_ModelT", bound=BaseModel)
-
-
-def _construct(cls: type[_ModelT], values: dict[str, Any], fields_set: set[str]) -> _ModelT:
-    """``cls.model_construct(...)`` for values already known to be valid, several times faster.
-
-    ``values`` must hold every field (defaults included), exactly as ``model_construct``
-    would store them; ``fields_set`` the fields given explicitly. The instance is equal to,
-    and hashes like, the one ``model_construct`` builds. For the library's own hot paths
-    (snapshots, events built by adapters), never for input from outside.
-    """
-    instance: _ModelT = _new(cls)
-    _set_attribute(instance, "__dict__", values)
-    _set_fields_set(instance, fields_set)
-    _set_extra(instance, None)
-    _set_private(instance, None)
-    return instance
-
-
-_MISSING: Any = object()
-_PAYLOAD_FIELD: dict[str, str | None] = {
-    "start": "name",
-    "delta": "args_text_delta",
-    "ready": None,
-    "result": "result",
-    "error": "error",
-}
-
-
-def _decode(event: object) -> tuple[str, Any, Any] | None:
-    """The hot path of :func:`parse_event`: ``(type, id, payload)`` without building a model.
-
-    ``payload`` is the event's one field (``name``, the fragment, ``result``, ``error``;
-    ``None`` for ready; the :class:`End` model itself for end, whose id is ``None``).
-    A well-formed plain ``dict`` is checked by hand; anything else, or anything the hand
-    check is unsure of, goes through :func:`parse_event`, which is the authority and
-    produces the error messages. Returns ``None`` for an unknown ``type``.
-    """
-    if type(event) is dict:
-        kind = event.get("type")
-        call_id = event.get("id")
-        if type(call_id) is str and call_id:
-            if kind == "delta":
-                fragment = event.get("argsTextDelta", _MISSING)
-                if fragment is _MISSING:
-                    fragment = event.get("args_text_delta")
-                if type(fragment) is str:
-                    return kind, call_id, fragment
-            elif kind == "start":
-                name = event.get("name")
-                if type(name) is str:
-                    return kind, call_id, name
-            elif kind == "ready":
-                return kind, call_id, None
-            elif kind == "result" or kind == "error":
-                payload = event.get(kind, _MISSING)
-                if payload is not _MISSING:
-                    return kind, call_id, payload
-        elif kind == "end" and "id" not in event:
-            ok = event.get("ok", True)
-            reason = event.get("reason")
-            if type(ok) is bool and (reason is None or type(reason) is str):
-                return kind, None, End(ok=ok, reason=reason)
-    model = parse_event(event)
-    if model is None:
-        return None
-    if isinstance(model, End):
-        if not (type(model.ok) is bool and (model.reason is None or type(model.reason) is str)):
-            _revalidate(model)
-        return "end", None, model
-    kind, call_id = model.type, getattr(model, "id", None)
-    field = _PAYLOAD_FIELD[kind]
-    payload = None if field is None else getattr(model, field, _MISSING)
-    if payload is _MISSING:  # model_construct left a required field out
-        _revalidate(model)
-    if not (
-        type(call_id) is str
-        and call_id
-        and (type(payload) is str if kind in _TEXT_PAYLOAD else True)
-    ):
-        _revalidate(model)
-    return kind, call_id, payload
-
-
-_TEXT_PAYLOAD = frozenset({"start", "delta"})
-
-
-def _revalidate(model: BaseModel) -> None:
-    """A model built without validation (``model_construct``) broke its own types."""
-    kind = getattr(model, "type", "?")
-    _validate(kind, model.model_dump(warnings=False), model)
-    raise InvalidEvent(f"invalid {kind!r} event: {_short(model)}", model)  # pragma: no cover
-
-
-class Status(str, Enum):
-    """Where a call is in its life: ``pending -> running -> done``, or ``error``.
-
-    Members compare equal to their string values (``Status.RUNNING == "running"``).
-    """
-
-    PENDING = "pending"
-    RUNNING = "running"
-    DONE = "done"
-    ERROR = "error"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class ToolCall(BaseModel):
-    """An immutable snapshot of one call.
-
-    ``args`` is set once the arguments parsed (status ``running`` or ``done``);
-    ``result`` once the call is ``done``; ``error`` once it is ``error``.
-    ``call.model_dump(by_alias=True)`` gives the wire shape (camelCase ``argsText``).
-    """
-
-    model_config = ConfigDict(frozen=True, populate_by_name=True)
-
-    id: str
-    name: str
-    args_text: str = Field("", alias="argsText")
-    args: Any = None
-    status: Status = Status.PENDING
-    result: Any = None
-    error: Any = None

@@ -32,7 +32,7 @@ from typing import Any, TypeAlias
 from pydantic import BaseModel
 from pydantic_core import to_json, to_jsonable_python
 
-from .events import Status, ToolCall
+from .calls import Status, ToolCall
 
 __all__ = [
     "TextRenderer",

@@ -1,8 +1,11 @@
-"""The synchronous machine: the reducer applied per id, plus the stream's phase.
+"""The synchronous machine: the reducer applied per id, the stream's phase, and the change feed.
 
 This is the seed contract: ``tool_call_streaming_state_machine()`` returns a
 :class:`ToolCallStateMachine` with ``apply(event)``, ``get(id)`` and ``list()``. It does no
-I/O and never waits; :class:`~toolcall_tracker.ToolCallTracker` builds waiting on top.
+I/O and never waits, and it is complete on its own: it knows nothing of closing, waiting or
+timelines. Layers above it read it through its public reads and its change feed
+(:mod:`toolcall_tracker.changes`); adapters write into it through the
+:class:`~toolcall_tracker.EventSink` methods (``write_start``, ``write_delta``, ...).
 """
 
 from __future__ import annotations
@@ -13,8 +16,12 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
-from .errors import InvalidEvent, TrackerClosed
-from .events import Delta, End, EventInput, Status, ToolCall, _decode, _short, parse_event
+from ._decode import decode
+from ._support import bounded_repr, construct
+from .calls import Status, ToolCall
+from .changes import ChangeListener
+from .errors import InvalidEvent
+from .events import Delta, End, Error, EventInput, Ready, Result, Start, parse_event
 from .limits import DEFAULT_LIMITS, Limits
 from .reducer import _STEPS, STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
 
@@ -33,10 +40,11 @@ _PER_CALL: Final = StreamAction.PER_CALL
 _MISSING: Final[Any] = object()
 _UNKNOWN_TYPE: Final[Any] = object()
 _UNKNOWN: Final = ("unknown", None, None)
-# STREAM with one more column: a type this library does not know (reported in _decode).
+# STREAM with one more column: a type this library does not know (reported in decode).
 _STREAM_ROWS: Final = {phase: {**row, "unknown": _UNKNOWN_TYPE} for phase, row in STREAM.items()}
 _DELTA_STEPS: Final = {state: row["delta"] for state, row in _STEPS.items()}
 _FINISHED: Final = (Status.DONE, Status.ERROR)
+_PENDING: Final = Status.PENDING
 
 
 class ToolCallStateMachine:
@@ -71,6 +79,32 @@ class ToolCallStateMachine:
         self._set_phase("open" if limits.max_calls > 0 else "full")
         self._end: End | None = None
         self._on_ignored = on_ignored
+        self._listeners: tuple[ChangeListener, ...] = ()
+        self._fragment_listeners: tuple[ChangeListener, ...] = ()
+        self._listener_error: BaseException | None = None
+
+    # -- the change feed ----------------------------------------------------------------
+
+    def subscribe(self, listener: ChangeListener, *, fragments: bool = False) -> None:
+        """Tell ``listener`` of every change from now on (see :mod:`toolcall_tracker.changes`).
+
+        With ``fragments=True`` it is also told of every fragment appended
+        (:meth:`~toolcall_tracker.ChangeListener.args_appended`). Subscribing a listener
+        twice changes nothing.
+        """
+        if listener not in self._listeners:
+            self._listeners = (*self._listeners, listener)
+        if fragments and listener not in self._fragment_listeners:
+            self._fragment_listeners = (*self._fragment_listeners, listener)
+
+    def unsubscribe(self, listener: ChangeListener) -> None:
+        """Stop telling ``listener``; unknown listeners are ignored."""
+        self._listeners = tuple(item for item in self._listeners if item is not listener)
+        self._fragment_listeners = tuple(
+            item for item in self._fragment_listeners if item is not listener
+        )
+
+    # -- applying -----------------------------------------------------------------------
 
     def apply(self, event: EventInput) -> None:
         """Apply one event (a model or a wire-shape mapping).
@@ -80,7 +114,6 @@ class ToolCallStateMachine:
 
         Raises:
             InvalidEvent: the event is malformed; nothing changed.
-            TrackerClosed: (async tracker only) the tracker was closed.
         """
         # The hot path: a well-formed fragment for a pending call, as a plain dict or a
         # Delta model, goes straight to the table's delta step. Anything else, or anything
@@ -103,96 +136,68 @@ class ToolCallStateMachine:
             payload = event.args_text_delta  # type: ignore[union-attr]
             if type(call_id) is str and type(payload) is str and self._fast_delta(call_id, payload):
                 return
-        kind, call_id, payload = self._decode(event)
-        step = self._stream[kind]
-        if step is _PER_CALL:
-            record = self._calls.get(call_id)
-            if record is not None:
-                before = record.status
-                after = reduce(record, kind, call_id, payload, self._limits)
-                if type(after) is IgnoreReason:
-                    self._ignore(event, after)
-                elif record.status is not before:
-                    self._changed(record)
-                return
-            after = reduce(
-                None, kind, call_id, payload, self._limits, forgotten=call_id in self._forgotten
-            )
-            if type(after) is IgnoreReason:
-                self._ignore(event, after)
-            else:
-                self._calls[call_id] = after  # type: ignore[assignment]
-                if len(self._calls) >= self._limits.max_calls and self._phase == "open":
-                    self._set_phase("full")
-                self._changed(after)  # type: ignore[arg-type]
-        elif step is StreamAction.END_TURN:
-            self._end_turn(payload)
-        elif step is StreamAction.REJECT:
-            raise TrackerClosed(
-                "this tracker is closed and accepts no more events; use a new tracker "
-                "for the next turn"
-            )
-        elif step is not _UNKNOWN_TYPE:
-            self._ignore(event, step)
-
-    def _fast_delta(self, call_id: str, text: str) -> bool:
-        """The hot path: apply ``delta(call_id, text)`` if it is the common case.
-
-        Used by :meth:`apply` for a hand-checked dict or ``Delta`` fragment and, as the
-        adapters' fast lane (``adapters._base._FastLane``), for fragments an adapter read
-        from a provider item, so no ``Delta`` model is built for them. ``text`` must be a
-        ``str``. If a call ``call_id`` exists and the table's ``delta`` step for its state
-        is an action, that step is applied and it returns ``True``. In every other case (no
-        such call, not pending, the turn ended, the tracker closed) it changes nothing and
-        returns ``False``, and the caller takes the ordinary path, which decides and
-        reports. A record only exists for an id that passed validation at its ``start``.
-        """
-        record = self._calls.get(call_id)
-        if record is None or not self._deltas_route:
-            return False
-        before = record.status
-        do = _DELTA_STEPS[before]
-        if type(do) is IgnoreReason:
-            return False
-        do(record, call_id, text, self._limits)
-        if record.status is not before:
-            self._changed(record)
-        return True
-
-    def _decode(self, event: object) -> tuple[str, Any, Any]:
-        """Validate ``event``; ``("unknown", ...)`` for an unknown type (already reported)."""
-        decoded = _decode(event)
+        decoded = decode(event)
         if decoded is None:
             self._ignore(event, IgnoreReason.UNKNOWN_TYPE)
-            return _UNKNOWN
+            return
         kind, call_id, payload = decoded
-        if call_id is not None and len(call_id) > self._max_id:
-            raise InvalidEvent(
-                f"invalid {kind!r} event: the id is {len(call_id)} characters long, more than "
-                f"Limits.max_id_chars ({self._max_id})",
-                event,
-            )
-        if kind == "start" and len(payload) > self._max_name:
-            raise InvalidEvent(
-                f"invalid 'start' event: the tool name is {len(payload)} characters long, "
-                f"more than Limits.max_name_chars ({self._max_name})",
-                event,
-            )
-        return decoded
+        self._check_sizes(kind, call_id, payload, event)
+        self._route(kind, call_id, payload, event)
 
-    def _set_phase(self, phase: str) -> None:
-        self._phase = phase
-        self._stream = _STREAM_ROWS[phase]
-        self._deltas_route = self._stream["delta"] is _PER_CALL
+    # -- the EventSink methods: what adapters write through --------------------------------
+
+    def write_start(self, call_id: str, name: str) -> None:
+        """Apply ``start``: exactly ``apply(Start(id=call_id, name=name))``, without the model."""
+        self._write("start", call_id, name)
+
+    def write_delta(self, call_id: str, text: str) -> None:
+        """Apply ``delta``: exactly ``apply(Delta(id=call_id, args_text_delta=text))``.
+
+        This is the hot path of every adapter: a fragment for a pending call goes straight
+        to the table's delta step.
+        """
+        if type(text) is not str or not self._fast_delta(call_id, text):
+            self._write("delta", call_id, text)
+
+    def write_ready(self, call_id: str) -> None:
+        """Apply ``ready``: exactly ``apply(Ready(id=call_id))``."""
+        self._write("ready", call_id, None)
+
+    def write_result(self, call_id: str, result: Any) -> None:
+        """Apply ``result``: exactly ``apply(Result(id=call_id, result=result))``."""
+        self._write("result", call_id, result)
+
+    def write_error(self, call_id: str, error: Any) -> None:
+        """Apply ``error``: exactly ``apply(Error(id=call_id, error=error))``."""
+        self._write("error", call_id, error)
+
+    def write_end(self, ok: bool = True, reason: str | None = None) -> None:
+        """Apply ``end``: exactly ``apply(End(ok=ok, reason=reason))``."""
+        if type(ok) is not bool or not (reason is None or type(reason) is str):
+            self.apply({"type": "end", "ok": ok, "reason": reason})  # validates and raises
+            return
+        end = construct(End, {"type": "end", "reason": reason, "ok": ok}, {"ok", "reason"})
+        self._route("end", None, end, end)
+
+    # -- reading ------------------------------------------------------------------------
 
     def get(self, call_id: str) -> ToolCall | None:
         """The snapshot of call ``call_id``, or ``None`` if no such call has started."""
         record = self._calls.get(call_id)
         return None if record is None else record.to_call()
 
+    def status(self, call_id: str) -> Status | None:
+        """The status of call ``call_id`` (``None`` if there is no such call); no snapshot."""
+        record = self._calls.get(call_id)
+        return None if record is None else record.status
+
     def list(self) -> list[ToolCall]:
         """Snapshots of every call, in the order their ``start`` arrived."""
         return [record.to_call() for record in self._calls.values()]
+
+    def is_forgotten(self, call_id: str) -> bool:
+        """Whether ``call_id`` is a remembered forgotten id (see :meth:`forget`)."""
+        return call_id in self._forgotten
 
     def forget(self, call_id: str) -> ToolCall | None:
         """Drop a finished call to release its memory; returns its last snapshot.
@@ -213,8 +218,10 @@ class ToolCallStateMachine:
                 f"call {call_id!r} is {record.status.value}; only done or error calls can be "
                 "forgotten (apply an error event first)"
             )
+        snapshot = record.to_call()
         self._drop(record)
-        return record.to_call()
+        self._raise_listener_error()
+        return snapshot
 
     @property
     def limits(self) -> Limits:
@@ -228,6 +235,94 @@ class ToolCallStateMachine:
 
     # -- internals --------------------------------------------------------------------
 
+    def _fast_delta(self, call_id: str, text: str) -> bool:
+        """The hot path: apply ``delta(call_id, text)`` if it is the common case.
+
+        ``text`` must be a ``str``. If a call ``call_id`` exists and the table's ``delta``
+        step for its state is an action, that step is applied and it returns ``True``. In
+        every other case (no such call, not pending, the turn ended) it changes nothing and
+        returns ``False``, and the caller takes the general path, which decides and
+        reports. A record only exists for an id that passed validation at its ``start``.
+        """
+        record = self._calls.get(call_id)
+        if record is None or not self._deltas_route:
+            return False
+        before = record.status
+        do = _DELTA_STEPS[before]
+        if type(do) is IgnoreReason:
+            return False
+        do(record, call_id, text, self._limits)
+        if record.status is not before:
+            self._changed(record, before)
+            self._raise_listener_error()
+        elif self._fragment_listeners:
+            self._appended(call_id, text)
+        return True
+
+    def _write(self, kind: str, call_id: Any, payload: Any) -> None:
+        """The general path of the ``write_*`` methods: validate, then route."""
+        if type(call_id) is not str or not call_id:
+            self.apply(_wire(kind, call_id, payload))  # validates, raises InvalidEvent
+            return
+        if kind in _TEXT_KINDS and type(payload) is not str:
+            self.apply(_wire(kind, call_id, payload))
+            return
+        self._check_sizes(kind, call_id, payload, None)
+        self._route(kind, call_id, payload, None)
+
+    def _check_sizes(self, kind: str, call_id: Any, payload: Any, event: object) -> None:
+        if call_id is not None and len(call_id) > self._max_id:
+            raise InvalidEvent(
+                f"invalid {kind!r} event: the id is {len(call_id)} characters long, more than "
+                f"Limits.max_id_chars ({self._max_id})",
+                event if event is not None else _wire(kind, call_id, payload),
+            )
+        if kind == "start" and len(payload) > self._max_name:
+            raise InvalidEvent(
+                f"invalid 'start' event: the tool name is {len(payload)} characters long, "
+                f"more than Limits.max_name_chars ({self._max_name})",
+                event if event is not None else _wire(kind, call_id, payload),
+            )
+
+    def _route(self, kind: str, call_id: Any, payload: Any, event: object) -> None:
+        """Apply a validated event through the STREAM and TRANSITIONS tables.
+
+        ``event`` is what to report if it is ignored (``None``: build the model then).
+        """
+        step = self._stream[kind]
+        if step is _PER_CALL:
+            record = self._calls.get(call_id)
+            if record is not None:
+                before = record.status
+                after = reduce(record, kind, call_id, payload, self._limits)
+                if type(after) is IgnoreReason:
+                    self._ignore(_reported(event, kind, call_id, payload), after)
+                elif record.status is not before:
+                    self._changed(record, before)
+                elif kind == "delta" and self._fragment_listeners:
+                    self._appended(call_id, payload)
+            else:
+                after = reduce(
+                    None, kind, call_id, payload, self._limits, forgotten=call_id in self._forgotten
+                )
+                if type(after) is IgnoreReason:
+                    self._ignore(_reported(event, kind, call_id, payload), after)
+                else:
+                    self._calls[call_id] = after  # type: ignore[assignment]
+                    if len(self._calls) >= self._limits.max_calls and self._phase == "open":
+                        self._set_phase("full")
+                    self._changed(after, None)  # type: ignore[arg-type]
+        elif step is StreamAction.END_TURN:
+            self._end_turn(payload)
+        else:
+            self._ignore(_reported(event, kind, call_id, payload), step)
+        self._raise_listener_error()
+
+    def _set_phase(self, phase: str) -> None:
+        self._phase = phase
+        self._stream = _STREAM_ROWS[phase]
+        self._deltas_route = self._stream["delta"] is _PER_CALL
+
     def _end_turn(self, end: End) -> None:
         self._set_phase("ended")
         self._end = end
@@ -235,15 +330,34 @@ class ToolCallStateMachine:
             before = record.status
             reduce(record, "end", record.id, end.reason, self._limits)
             if record.status is not before:
-                self._changed(record)
-        self._turn_ended()
+                self._changed(record, before)
+        for listener in self._listeners:
+            try:
+                listener.turn_ended(end)
+            except BaseException as exc:  # told to every listener; re-raised after
+                self._listener_failed(exc)
+
+    def ignore(self, event: object, reason: IgnoreReason) -> None:
+        """Report ``event`` as ignored for ``reason`` without applying it.
+
+        For layers that skip input before it reaches the machine (a tracker created with
+        ``skip_invalid=True`` reports a malformed event this way): it goes to the DEBUG
+        log, to ``on_ignored`` and to the listeners, like any ignored event.
+        """
+        self._ignore(event, reason)
+        self._raise_listener_error()
 
     def _ignore(self, event: object, reason: IgnoreReason) -> None:
         if isinstance(event, Mapping) and reason is not IgnoreReason.UNKNOWN_TYPE:
             with contextlib.suppress(Exception):  # INVALID_EVENT: report the raw input
                 event = parse_event(event)
         if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("ignored event (%s): %s", reason.value, _short(event))
+            logger.debug("ignored event (%s): %s", reason.value, bounded_repr(event))
+        for listener in self._listeners:
+            try:
+                listener.event_ignored(event, reason)
+            except BaseException as exc:
+                self._listener_failed(exc)
         if self._on_ignored is not None:
             self._on_ignored(event, reason)
 
@@ -255,14 +369,22 @@ class ToolCallStateMachine:
             forgotten.popitem(last=False)
         if self._phase == "full" and len(self._calls) < self._limits.max_calls:
             self._set_phase("open")
+        for listener in self._listeners:
+            try:
+                listener.call_forgotten(record.id)
+            except BaseException as exc:
+                self._listener_failed(exc)
 
-    def _changed(self, record: _CallRecord) -> None:
-        """Called after a call is created or changes status. Applies the retention policy.
-
-        Subclasses extend it to wake waiters, and call it last.
-        """
+    def _changed(self, record: _CallRecord, before: Status | None) -> None:
+        """After a call is created or changes status: publish it, then apply retention."""
+        after = record.status
+        for listener in self._listeners:
+            try:
+                listener.call_changed(record.id, before, after)
+            except BaseException as exc:
+                self._listener_failed(exc)
         keep = self._keep_finished
-        if keep is not None and record.status in _FINISHED:
+        if keep is not None and after in _FINISHED:
             finished = self._finished
             finished.append(record)
             while len(finished) > keep:
@@ -270,8 +392,69 @@ class ToolCallStateMachine:
                 if self._calls.get(oldest.id) is oldest:
                     self._drop(oldest)
 
-    def _turn_ended(self) -> None:
-        """Called once, after the turn ended and every call saw the end."""
+    def _appended(self, call_id: str, text: str) -> None:
+        for listener in self._fragment_listeners:
+            try:
+                listener.args_appended(call_id, text)
+            except BaseException as exc:
+                self._listener_failed(exc)
+        self._raise_listener_error()
+
+    def _listener_failed(self, exc: BaseException) -> None:
+        if self._listener_error is None:
+            self._listener_error = exc
+
+    def _raise_listener_error(self) -> None:
+        """Re-raise the first exception a listener raised during the change just made."""
+        error = self._listener_error
+        if error is not None:
+            self._listener_error = None
+            raise error
+
+
+_TEXT_KINDS: Final = frozenset({"start", "delta"})
+_PAYLOAD_KEY: Final = {
+    "start": "name",
+    "delta": "argsTextDelta",
+    "result": "result",
+    "error": "error",
+}
+_MODELS: Final[dict[str, Any]] = {
+    "start": Start,
+    "delta": Delta,
+    "ready": Ready,
+    "result": Result,
+    "error": Error,
+}
+_MODEL_FIELD: Final = {
+    "start": "name",
+    "delta": "args_text_delta",
+    "result": "result",
+    "error": "error",
+}
+
+
+def _wire(kind: str, call_id: Any, payload: Any) -> dict[str, Any]:
+    """The wire-shape mapping of a written event (validated by ``apply``, shown in errors)."""
+    event: dict[str, Any] = {"type": kind, "id": call_id}
+    key = _PAYLOAD_KEY.get(kind)
+    if key is not None:
+        event[key] = payload
+    return event
+
+
+def _reported(event: object, kind: str, call_id: Any, payload: Any) -> Any:
+    """What to report for an ignored event: the input itself, or for a written (validated)
+    event its model, built only now."""
+    if event is not None:
+        return event
+    if kind == "end":
+        return payload
+    values: dict[str, Any] = {"type": kind, "id": call_id}
+    field = _MODEL_FIELD.get(kind)
+    if field is not None:
+        values[field] = payload
+    return construct(_MODELS[kind], values, set(values) - {"type"})
 
 
 def tool_call_streaming_state_machine(

@@ -23,8 +23,7 @@ fails the call (``ArgumentsTooLarge``) and releases its text instead of appendin
 
 The stream itself has a second, tiny state machine (``STREAM``): it is ``open`` until an
 ``end`` event arrives, then ``ended`` for good; while ``Limits.max_calls`` calls are
-tracked it is ``full``, where a new ``start`` is ignored with reason ``too_many_calls``;
-a closed tracker is ``closed``, where every event is refused (``TrackerClosed``).
+tracked it is ``full``, where a new ``start`` is ignored with reason ``too_many_calls``.
 Once ended, the model can say nothing more (``start``, ``delta`` and ``ready`` are
 ignored with reason ``turn_ended``) but tool outcomes (``result``, ``error``) still
 apply, because they come from the tool runner, not from the model. The ``end`` event is
@@ -34,12 +33,13 @@ state.
 
 The reducer is sans-IO and deterministic: no I/O, no clock, no callbacks, no logging. It
 sees one call's record and one event and touches nothing else. Validation (is this a
-well-formed event? is the id too long?) happens before it, in the machine. To keep
+well-formed event? is the id too long?) happens before it, in the machine, and so does
+publishing: the machine tells its listeners (its change feed) what each step changed. To keep
 accumulation linear in the bytes received it appends fragments to a list in the record
 (joined once, at ``ready``) instead of rebuilding a string; every other action also
 updates the record in place and :func:`reduce` returns the record.
-:class:`~toolcall_tracker.ToolCallStateMachine` applies it per id; the async tracker only
-adds waiting on top.
+:class:`~toolcall_tracker.ToolCallStateMachine` applies it per id; the async tracker holds
+a machine and adds waiting, as one listener of its change feed.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ from enum import Enum
 from typing import Any, Final
 
 from ._json import _ArgumentsError, parse_json
+from ._support import construct
+from .calls import Status, ToolCall
 from .errors import ArgumentsTooLarge, IncompleteArguments
-from .events import Status, ToolCall, _construct
 from .limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
@@ -108,7 +109,6 @@ class StreamAction(Enum):
 
     PER_CALL = "route to the call named by the event's id"
     END_TURN = "end the turn, then broadcast end to every call"
-    REJECT = "raise TrackerClosed: the tracker was closed"
 
 
 _KINDS: Final = ("start", "delta", "ready", "result", "error", "end")
@@ -125,7 +125,7 @@ UNKNOWN_ID, DUP_START = IgnoreReason.UNKNOWN_ID, IgnoreReason.DUPLICATE_START
 NOT_PENDING, NOT_RUNNING = IgnoreReason.NOT_PENDING, IgnoreReason.NOT_RUNNING
 FINISHED, TURN_ENDED = IgnoreReason.ALREADY_FINISHED, IgnoreReason.TURN_ENDED
 FORGOT, TOO_MANY = IgnoreReason.FORGOTTEN, IgnoreReason.TOO_MANY_CALLS
-PER_CALL, END_TURN, REJECT = StreamAction.PER_CALL, StreamAction.END_TURN, StreamAction.REJECT
+PER_CALL, END_TURN = StreamAction.PER_CALL, StreamAction.END_TURN
 PENDING, RUNNING, DONE, ERROR = Status.PENDING, Status.RUNNING, Status.DONE, Status.ERROR
 
 FORGOTTEN: Final = "forgotten"
@@ -148,11 +148,11 @@ STREAM: Final[dict[str, dict[str, StreamAction | IgnoreReason]]] = {
     "open":  _row(PER_CALL,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
     "full":  _row(TOO_MANY,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
     "ended": _row(TURN_ENDED, TURN_ENDED,   TURN_ENDED,   PER_CALL,     PER_CALL,   TURN_ENDED),
-    "closed": _row(REJECT,    REJECT,       REJECT,       REJECT,       REJECT,     REJECT),
 }  # fmt: skip
 """Per stream: ``STREAM[phase][event type]``. The phase is ``open``, ``full`` while
-``Limits.max_calls`` calls are tracked, ``ended`` after ``end`` (for good), and
-``closed`` once an async tracker is closed."""
+``Limits.max_calls`` calls are tracked, and ``ended`` after ``end`` (for good). (A closed
+async tracker refuses every event before it reaches this table: closing is the tracker's
+business, not the machine's.)"""
 
 
 _SNAPSHOT_FIELDS: Final = {"id", "name", "args_text", "args", "status", "result", "error"}
@@ -173,7 +173,6 @@ class _CallRecord:
         "snapshot",
         "status",
         "text",
-        "timeline",
     )
 
     def __init__(self, call_id: str, name: str, room: int) -> None:
@@ -188,7 +187,6 @@ class _CallRecord:
         self.result: Any = None
         self.error: Any = None
         self.snapshot: ToolCall | None = None
-        self.timeline: Any = None  # owned by the async tracker; the reducer never reads it
 
     def args_text(self) -> str:
         if self.text is not None:
@@ -205,7 +203,7 @@ class _CallRecord:
         so that appending a fragment need not invalidate anything)."""
         snap = self.snapshot
         if snap is None or self.status is PENDING:
-            snap = self.snapshot = _construct(
+            snap = self.snapshot = construct(
                 ToolCall,
                 {
                     "id": self.id,

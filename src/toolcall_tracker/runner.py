@@ -53,8 +53,9 @@ import anyio
 import anyio.to_thread
 from pydantic import ValidationError
 
+from .calls import Status, ToolCall
 from .errors import CallFailure, TrackerClosed
-from .events import Error, Result, Status, ToolCall
+from .events import Error, Result
 from .failures import (
     CallCancelled,
     CallTimedOut,

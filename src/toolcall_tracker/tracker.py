@@ -1,10 +1,12 @@
-"""The async tracker: the synchronous machine plus waiting, on anyio (asyncio and trio).
+"""The async tracker: a synchronous machine plus waiting, on anyio (asyncio and trio).
 
-The tracker adds no transition of its own. It keeps one lazily created ``anyio.Event`` per
-id that somebody waits for, and one for the stream (new ready calls, the end, closing);
-after each status change it sets the matching event and forgets it, and every waiter
-re-checks the state in a loop. So a waiter can never miss a change, and a wake-up that
-changes nothing costs one extra check.
+The tracker holds a :class:`~toolcall_tracker.ToolCallStateMachine` and adds no transition of
+its own: it is one listener of the machine's change feed. It keeps one lazily created
+``anyio.Event`` per id that somebody waits for, and one for the stream (new ready calls, the
+end, closing); when the feed reports a change it sets the matching event and forgets it,
+and every waiter re-checks the state in a loop. So a waiter can never miss a change, and a
+wake-up that changes nothing costs one extra check. Closing and the per-call timeline are
+the tracker's; the machine knows nothing of them.
 
 Every blocking point has a way out:
 
@@ -21,55 +23,31 @@ Every blocking point has a way out:
 
 from __future__ import annotations
 
-import inspect
 import time
-import weakref
-from collections import deque
 from collections.abc import AsyncIterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 
-from .errors import (
-    InvalidArguments,
-    InvalidEvent,
-    ToolCallFailed,
-    TrackerClosed,
-    UnknownToolCall,
-)
-from .events import End, EventInput, Status, ToolCall
+from ._sources import close_source, why_stopped
+from ._waiting import ARGS_PARSED, DONE_ONLY, ReadyCalls, Waiting
+from .calls import Status, ToolCall
+from .changes import ChangeListener
+from .errors import InvalidEvent, TrackerClosed
+from .events import End, EventInput
 from .limits import Limits
 from .machine import IgnoredHook, ToolCallStateMachine, logger
-from .reducer import IgnoreReason, _CallRecord
+from .reducer import IgnoreReason
+from .sink import ItemSource
+from .timeline import CallTimeline
 
 __all__ = ["CallTimeline", "ToolCallTracker"]
 
-_PENDING, _RUNNING, _DONE, _ERROR = Status.PENDING, Status.RUNNING, Status.DONE, Status.ERROR
-_ARGS_PARSED = frozenset({_RUNNING, _DONE})
-_DONE_ONLY = frozenset({_DONE})
 
-
-@dataclass(slots=True)
-class CallTimeline:
-    """When things happened to one call, in seconds of ``time.monotonic()``.
-
-    ``started``: its ``start`` was applied. ``ready``: its arguments completed (it became
-    ``running``, or failed to parse). ``tool_started`` / ``tool_finished``: set by a tool
-    runner around the tool itself (``None`` if no runner recorded them). ``finished``: it
-    became ``done`` or ``error``. A field is ``None`` until that moment comes.
-    """
-
-    started: float | None = None
-    ready: float | None = None
-    tool_started: float | None = None
-    tool_finished: float | None = None
-    finished: float | None = None
-
-
-class ToolCallTracker(ToolCallStateMachine):
+class ToolCallTracker:
     """Tracks the calls of one model turn and lets tool code wait for them.
 
     Use one tracker per model turn::
@@ -79,8 +57,12 @@ class ToolCallTracker(ToolCallStateMachine):
             async for call in tracker.ready_calls():
                 tg.start_soon(run_tool, tracker, call)
 
-    ``apply``, ``get`` and ``list`` are synchronous and must be called on the event loop's
-    thread; from a worker thread use ``anyio.from_thread.run_sync(tracker.apply, event)``.
+    The tracker holds a :class:`~toolcall_tracker.ToolCallStateMachine` (:attr:`machine`)
+    and offers its reads (``get``, ``status``, ``list``, ``end``, ``limits``), its writes
+    (``apply`` and the :class:`~toolcall_tracker.EventSink` methods ``write_start``, ...),
+    ``forget`` and its change feed (``subscribe``), all refusing events once the tracker is
+    closed. They are synchronous and must be called on the event loop's thread; from a
+    worker thread use ``anyio.from_thread.run_sync(tracker.apply, event)``.
 
     Args:
         on_ignored: called as ``on_ignored(event, reason)`` for every ignored event.
@@ -100,76 +82,204 @@ class ToolCallTracker(ToolCallStateMachine):
         limits: Limits | None = None,
         keep_finished: int | None = None,
     ) -> None:
-        super().__init__(on_ignored=on_ignored, limits=limits, keep_finished=keep_finished)
+        self._machine = machine = ToolCallStateMachine(
+            on_ignored=on_ignored, limits=limits, keep_finished=keep_finished
+        )
+        self._waiting = waiting = Waiting(machine)
+        machine.subscribe(waiting)  # first: waiters learn of a change before anybody else
         self._skip_invalid = skip_invalid
-        self._closed = False
-        # Snapshots of the tracked calls that became ready, in that order (a forgotten
-        # call's is dropped), and the live ready_calls() iterators, each with its own queue
-        # of snapshots it has not yielded yet: memory follows what is tracked or unread.
-        self._ready: dict[str, ToolCall] = {}
-        self._iterators: list[weakref.ref[_ReadyCalls]] = []
-        self._woke = False  # a call became ready or a waiter woke since consume yielded
-        self._waiters: dict[str, _Waiter] = {}
-        self._stream_event: anyio.Event | None = None
         self._consumers: set[anyio.CancelScope] = set()
 
-    # -- feeding ----------------------------------------------------------------------
-    # apply(), get() and list() are the machine's; a closed tracker's phase refuses events.
+    # -- the machine ------------------------------------------------------------------
 
-    async def consume(self, source: AsyncIterable[EventInput]) -> None:
+    @property
+    def machine(self) -> ToolCallStateMachine:
+        """The machine this tracker holds (read it freely; write through the tracker, which
+        refuses events once closed)."""
+        return self._machine
+
+    def apply(self, event: EventInput) -> None:
+        """Apply one event; see :meth:`ToolCallStateMachine.apply`.
+
+        Raises:
+            InvalidEvent: the event is malformed; nothing changed.
+            TrackerClosed: the tracker was closed.
+        """
+        if self._waiting.closed:
+            self._refuse()
+        self._machine.apply(event)
+
+    def write_start(self, call_id: str, name: str) -> None:
+        """Apply ``start`` (see :class:`~toolcall_tracker.EventSink`); refused once closed."""
+        if self._waiting.closed:
+            self._refuse()
+        self._machine.write_start(call_id, name)
+
+    def write_delta(self, call_id: str, text: str) -> None:
+        """Apply ``delta`` (see :class:`~toolcall_tracker.EventSink`); refused once closed."""
+        if self._waiting.closed:
+            self._refuse()
+        self._machine.write_delta(call_id, text)
+
+    def write_ready(self, call_id: str) -> None:
+        """Apply ``ready`` (see :class:`~toolcall_tracker.EventSink`); refused once closed."""
+        if self._waiting.closed:
+            self._refuse()
+        self._machine.write_ready(call_id)
+
+    def write_result(self, call_id: str, result: Any) -> None:
+        """Apply ``result`` (see :class:`~toolcall_tracker.EventSink`); refused once closed."""
+        if self._waiting.closed:
+            self._refuse()
+        self._machine.write_result(call_id, result)
+
+    def write_error(self, call_id: str, error: Any) -> None:
+        """Apply ``error`` (see :class:`~toolcall_tracker.EventSink`); refused once closed."""
+        if self._waiting.closed:
+            self._refuse()
+        self._machine.write_error(call_id, error)
+
+    def write_end(self, ok: bool = True, reason: str | None = None) -> None:
+        """Apply ``end`` (see :class:`~toolcall_tracker.EventSink`); refused once closed."""
+        if self._waiting.closed:
+            self._refuse()
+        self._machine.write_end(ok, reason)
+
+    def get(self, call_id: str) -> ToolCall | None:
+        """The snapshot of call ``call_id``, or ``None``; see :meth:`ToolCallStateMachine.get`."""
+        return self._machine.get(call_id)
+
+    def status(self, call_id: str) -> Status | None:
+        """The status of call ``call_id``, or ``None``; no snapshot is built."""
+        return self._machine.status(call_id)
+
+    def list(self) -> list[ToolCall]:
+        """Snapshots of every tracked call, in start order."""
+        return self._machine.list()
+
+    def forget(self, call_id: str) -> ToolCall | None:
+        """Drop a finished call; see :meth:`ToolCallStateMachine.forget`."""
+        return self._machine.forget(call_id)
+
+    def subscribe(self, listener: ChangeListener, *, fragments: bool = False) -> None:
+        """Subscribe to the machine's change feed; see :meth:`ToolCallStateMachine.subscribe`."""
+        self._machine.subscribe(listener, fragments=fragments)
+
+    def unsubscribe(self, listener: ChangeListener) -> None:
+        """Stop telling ``listener``."""
+        self._machine.unsubscribe(listener)
+
+    @property
+    def limits(self) -> Limits:
+        """The limits this tracker's machine enforces."""
+        return self._machine.limits
+
+    @property
+    def end(self) -> End | None:
+        """How the turn ended (the ``End`` event), or ``None`` while it is still open."""
+        return self._machine.end
+
+    # -- feeding ----------------------------------------------------------------------
+
+    async def consume(self, source: AsyncIterable[EventInput] | ItemSource) -> None:
         """Apply every event of ``source`` (an async iterable of models or mappings).
+
+        ``source`` may also be an :class:`~toolcall_tracker.ItemSource` (what
+        ``adapters.adapt(stream, adapter)`` returns): then each provider item is written
+        straight into the machine, without building an event model per fragment.
 
         Returns when the source is exhausted; that ends the turn normally (``End(ok=True,
         reason="source exhausted")``) unless the source sent its own ``end``. After each
-        event that makes a call ready or wakes a waiting task, it yields to the event loop
+        item that makes a call ready or wakes a waiting task, it yields to the event loop
         once, so tool tasks start while the stream goes on even if the source never
         blocks.
 
         If the source raises, a malformed event arrives (without ``skip_invalid``) or the
         task is cancelled, the turn ends not ok (pending calls fail, every waiter wakes)
         and the exception propagates. If the tracker is closed meanwhile, ``consume`` stops
-        waiting for the source and returns. In every early stop the source is closed
-        (its ``aclose()``, shielded, at most 5 s).
+        reading (even with an item already in hand) and returns. In every early stop the
+        source is closed (its ``aclose()``, shielded, at most 5 s).
 
         Raises:
             InvalidEvent: the source produced a malformed event.
             TrackerClosed: the tracker was already closed.
         """
-        if self._closed:
+        if self._waiting.closed:
             raise TrackerClosed("cannot consume: the tracker is closed")
-        apply = self.apply
+        machine = self._machine
         scope = anyio.CancelScope()  # aclose() cancels it: a closed tracker reads no more
         self._consumers.add(scope)
-        # An adapted stream (adapters.adapt) may hand plain fragments straight to the
-        # machine instead of building a Delta model for each: same table, same order.
-        fast_lane = getattr(source, "_toolcall_fast_lane", None)
-        if fast_lane is not None:
-            fast_lane(self._fast_delta)
         try:
             with scope:
                 try:
-                    async for event in source:
-                        try:
-                            apply(event)
-                        except InvalidEvent:
-                            if not self._skip_invalid:
-                                raise
-                            self._ignore(event, IgnoreReason.INVALID_EVENT)
-                            continue
-                        if self._woke:  # a waiting task can run now: let it start
-                            self._woke = False
-                            await anyio.lowlevel.checkpoint()
+                    if isinstance(source, ItemSource):
+                        finished = await self._pump(source)
+                    else:
+                        finished = await self._drain(source)
                 except BaseException as exc:
-                    if self._end is None and not self._closed:
-                        self._end_turn(End(ok=False, reason=_why(exc)))
-                    await _close_source(source)
+                    if machine.end is None and not self._waiting.closed:
+                        self._end_quietly(why_stopped(exc))
+                    await close_source(source)
                     raise
+                if not finished:  # closed with an item in hand
+                    await close_source(source)
         finally:
             self._consumers.discard(scope)
-            if fast_lane is not None:
-                fast_lane(None)
-        if self._end is None and not self._closed:
-            self._end_turn(End(ok=True, reason="source exhausted"))
+        if machine.end is None and not self._waiting.closed:
+            machine.write_end(True, "source exhausted")
+
+    async def _drain(self, source: AsyncIterable[EventInput]) -> bool:
+        """Apply a source of events; ``False`` if the tracker closed first."""
+        apply = self._machine.apply
+        waiting = self._waiting
+        async for event in source:
+            if self._waiting.closed:
+                return False
+            try:
+                apply(event)
+            except InvalidEvent:
+                if not self._skip_invalid:
+                    raise
+                self._machine.ignore(event, IgnoreReason.INVALID_EVENT)
+                continue
+            if waiting.woke:  # a waiting task can run now: let it start
+                waiting.woke = False
+                await anyio.lowlevel.checkpoint()
+        return not self._waiting.closed
+
+    async def _pump(self, source: ItemSource) -> bool:
+        """Write a source of provider items into the machine; ``False`` if closed first."""
+        machine = self._machine
+        waiting = self._waiting
+        receive, write = source.receive, source.write
+        while True:
+            try:
+                item = await receive()
+            except StopAsyncIteration:
+                break
+            if self._waiting.closed:
+                return False
+            try:
+                write(item, machine)
+            except InvalidEvent as exc:
+                if not self._skip_invalid:
+                    raise
+                machine.ignore(exc.event, IgnoreReason.INVALID_EVENT)
+                continue
+            if waiting.woke:
+                waiting.woke = False
+                await anyio.lowlevel.checkpoint()
+        if self._waiting.closed:
+            return False
+        source.finish(machine)
+        return True
+
+    def _end_quietly(self, reason: str) -> None:
+        """End the turn not ok while another exception propagates (a listener's is logged)."""
+        try:
+            self._machine.write_end(False, reason)
+        except Exception:
+            logger.exception("a change listener raised while the turn was ended (%s)", reason)
 
     # -- waiting ----------------------------------------------------------------------
 
@@ -187,7 +297,7 @@ class ToolCallTracker(ToolCallStateMachine):
                 was forgotten.
             TrackerClosed: the tracker closed first.
         """
-        return await self._wait_for(call_id, _ARGS_PARSED, after_parse_ok=True)
+        return await self._waiting.wait_for(call_id, ARGS_PARSED, after_parse_ok=True)
 
     async def wait_done(self, call_id: str) -> ToolCall:
         """Wait until call ``call_id`` is ``done`` and return its snapshot.
@@ -198,18 +308,17 @@ class ToolCallTracker(ToolCallStateMachine):
                 was forgotten.
             TrackerClosed: the tracker closed first.
         """
-        return await self._wait_for(call_id, _DONE_ONLY)
+        return await self._waiting.wait_for(call_id, DONE_ONLY)
 
     async def wait_end(self) -> End:
         """Wait until the turn has ended and return its ``End`` (check ``.ok``).
 
-        Returns at once if it already ended. Closing the tracker ends the turn.
+        Returns at once (after a checkpoint) if it already ended. Closing the tracker ends
+        the turn.
         """
-        while self._end is None:
-            await self._stream_wakeup().wait()
-        return self._end
+        return await self._waiting.wait_end()
 
-    def ready_calls(self) -> _ReadyCalls:
+    def ready_calls(self) -> ReadyCalls:
         """Iterate over calls as they become ready: ``async for call in ...``.
 
         Yields every call once, in the order the calls became ``running``, as a snapshot
@@ -217,34 +326,35 @@ class ToolCallTracker(ToolCallStateMachine):
         began (except calls already forgotten when the iterator is created). Ends once
         the turn has ended and every ready call was yielded. Each iterator is independent
         and sees every call; a call forgotten after it became ready is still yielded by the
-        iterators that existed then.
+        iterators that existed then. The snapshot may be stale by the time you act on it:
+        read ``tracker.status(call.id)`` before doing anything irreversible.
         """
-        return _ReadyCalls(self)
+        return self._waiting.ready_calls()
 
     def timeline(self, call_id: str) -> CallTimeline | None:
         """A copy of call ``call_id``'s :class:`CallTimeline`, or ``None`` if unknown."""
-        record = self._calls.get(call_id)
-        return None if record is None else replace(record.timeline)
+        timeline = self._waiting.timelines.get(call_id)
+        return None if timeline is None else replace(timeline)
 
     def mark_tool_started(self, call_id: str) -> None:
         """Record, for the timeline, that the tool of call ``call_id`` starts now.
 
         Tool runners call this (and :meth:`mark_tool_finished`); unknown ids are ignored.
         """
-        record = self._calls.get(call_id)
-        if record is not None:
-            record.timeline.tool_started = time.monotonic()
+        timeline = self._waiting.timelines.get(call_id)
+        if timeline is not None:
+            timeline.tool_started = time.monotonic()
 
     def mark_tool_finished(self, call_id: str) -> None:
         """Record, for the timeline, that the tool of call ``call_id`` finished now."""
-        record = self._calls.get(call_id)
-        if record is not None:
-            record.timeline.tool_finished = time.monotonic()
+        timeline = self._waiting.timelines.get(call_id)
+        if timeline is not None:
+            timeline.tool_finished = time.monotonic()
 
     @property
     def closed(self) -> bool:
         """Whether :meth:`aclose` was called."""
-        return self._closed
+        return self._waiting.closed
 
     # -- closing ----------------------------------------------------------------------
 
@@ -254,18 +364,19 @@ class ToolCallTracker(ToolCallStateMachine):
         Afterwards every waiter that was not satisfied raises (:class:`TrackerClosed`, or
         :class:`ToolCallFailed` for calls whose arguments never completed), ``ready_calls``
         iterators finish, a running ``consume`` stops reading and returns, and ``apply``
-        raises :class:`TrackerClosed`. ``get`` and
-        ``list`` still work. Closing twice is harmless.
+        (and every ``write_*``) raises :class:`TrackerClosed`. ``get`` and ``list`` still
+        work. Closing twice is harmless.
         """
-        if self._closed:
+        if self._waiting.closed:
             return
-        if self._end is None:
-            self._end_turn(End(ok=False, reason="tracker closed"))
-        self._closed = True
-        self._set_phase("closed")
-        self._wake_all()
-        for scope in self._consumers:
-            scope.cancel()
+        try:
+            if self._machine.end is None:
+                self._machine.write_end(False, "tracker closed")
+        finally:
+            self._waiting.closed = True
+            self._waiting.wake_all()
+            for scope in self._consumers:
+                scope.cancel()
 
     async def __aenter__(self) -> ToolCallTracker:
         return self
@@ -280,174 +391,8 @@ class ToolCallTracker(ToolCallStateMachine):
 
     # -- internals --------------------------------------------------------------------
 
-    async def _wait_for(
-        self, call_id: str, wanted: frozenset[Status], *, after_parse_ok: bool = False
-    ) -> ToolCall:
-        record = self._calls.get(call_id)
-        while True:
-            if record is not None:
-                status = record.status
-                if status in wanted:
-                    return record.to_call()
-                if status is _ERROR:
-                    if after_parse_ok and record.parsed:
-                        return record.to_call()
-                    raise ToolCallFailed(record.to_call())
-            elif call_id in self._forgotten:
-                raise UnknownToolCall(call_id, "it finished and was forgotten")
-            if self._closed:
-                raise TrackerClosed(f"the tracker closed while waiting for call {call_id!r}")
-            if record is None and self._end is not None:
-                raise UnknownToolCall(
-                    call_id, f"the turn ended ({self._end.reason or 'end'}) without it"
-                )
-            waiter = self._waiters.get(call_id)
-            if waiter is None:
-                waiter = self._waiters[call_id] = _Waiter()
-            waiter.count += 1
-            try:
-                await waiter.event.wait()
-            finally:
-                waiter.count -= 1
-                if not waiter.count and self._waiters.get(call_id) is waiter:
-                    del self._waiters[call_id]  # the last waiter left (cancelled)
-            # The record as it was when we were woken: it stays valid even if the call
-            # was forgotten (retention) before this task ran again.
-            record = waiter.record or self._calls.get(call_id)
-
-    def _stream_wakeup(self) -> anyio.Event:
-        if self._stream_event is None:
-            self._stream_event = anyio.Event()
-        return self._stream_event
-
-    def _changed(self, record: _CallRecord) -> None:
-        status = record.status
-        now = time.monotonic()
-        if status is _PENDING:
-            record.timeline = CallTimeline(started=now)
-        elif status is _RUNNING:
-            record.timeline.ready = now
-            snapshot = self._ready[record.id] = record.to_call()
-            if self._iterators:
-                self._deliver(snapshot)
-            self._wake_stream()
-            # consume yields after every newly ready call, even if nobody waits yet: a
-            # runner task started just before consume must get to run while the stream
-            # goes on, whatever the source does.
-            self._woke = True
-        else:
-            timeline = record.timeline
-            if timeline.ready is None and isinstance(record.error, InvalidArguments):
-                timeline.ready = now  # the arguments completed but did not parse
-            timeline.finished = now
-        if self._waiters:
-            waiter = self._waiters.pop(record.id, None)
-            if waiter is not None:
-                waiter.record = record
-                waiter.event.set()
-                self._woke = True
-        super()._changed(record)  # retention last: waiters already hold the record
-
-    def _deliver(self, snapshot: ToolCall) -> None:
-        """Queue a newly ready call for every live ready_calls() iterator."""
-        dead = False
-        for ref in self._iterators:
-            iterator = ref()
-            if iterator is None:
-                dead = True  # abandoned without finishing: garbage collected
-            else:
-                iterator._queue.append(snapshot)
-        if dead:
-            self._iterators = [ref for ref in self._iterators if ref() is not None]
-
-    def _drop(self, record: _CallRecord) -> None:
-        super()._drop(record)
-        self._ready.pop(record.id, None)
-
-    def _turn_ended(self) -> None:
-        self._wake_all()
-
-    def _wake_stream(self) -> None:
-        event = self._stream_event
-        if event is not None:
-            self._stream_event = None
-            event.set()
-            self._woke = True
-
-    def _wake_all(self) -> None:
-        waiters, self._waiters = self._waiters, {}
-        for waiter in waiters.values():
-            waiter.event.set()
-        self._wake_stream()
-
-
-class _Waiter:
-    """The tasks waiting for one id: an event, and the record at the moment it was set."""
-
-    __slots__ = ("count", "event", "record")
-
-    def __init__(self) -> None:
-        self.event = anyio.Event()
-        self.record: _CallRecord | None = None
-        self.count = 0  # tasks waiting on it; the last one to give up removes it
-
-
-class _ReadyCalls:
-    """The async iterator returned by :meth:`ToolCallTracker.ready_calls`.
-
-    It starts with the tracked calls that are already ready, and the tracker appends each
-    call that becomes ready later to every live iterator's queue.
-    """
-
-    __slots__ = ("__weakref__", "_queue", "_tracker")
-
-    def __init__(self, tracker: ToolCallTracker) -> None:
-        self._tracker = tracker
-        self._queue: deque[ToolCall] = deque(tracker._ready.values())
-        tracker._iterators.append(weakref.ref(self))
-
-    def __aiter__(self) -> _ReadyCalls:
-        return self
-
-    async def __anext__(self) -> ToolCall:
-        tracker = self._tracker
-        queue = self._queue
-        while True:
-            if queue:
-                return queue.popleft()
-            if tracker._end is not None or tracker._closed:
-                tracker._iterators = [
-                    ref for ref in tracker._iterators if ref() not in (self, None)
-                ]
-                raise StopAsyncIteration
-            await tracker._stream_wakeup().wait()
-
-
-async def _close_source(source: object) -> None:
-    """Close a source we stopped reading early (an async generator, an SDK stream).
-
-    Uses its ``aclose()`` (or a ``close()``, awaited if it returns an awaitable). Runs
-    shielded from cancellation but bounded, so a stubborn source cannot hang us; a failure
-    to close is logged, since the exception that stopped us matters more.
-    """
-    closer: Any = getattr(source, "aclose", None) or getattr(source, "close", None)
-    if closer is None:
-        return
-    with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
-        try:
-            result = closer()
-            if inspect.isawaitable(result):
-                await result
-        except Exception:
-            logger.debug("closing the event source failed", exc_info=True)
-
-
-_CLOSE_TIMEOUT = 5.0
-
-
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, anyio.get_cancelled_exc_class()):
-        return "cancelled"
-    if isinstance(exc, InvalidEvent):
-        return f"invalid event: {exc}"
-    return f"source raised {type(exc).__name__}: {exc}"
+    @staticmethod
+    def _refuse() -> None:
+        raise TrackerClosed(
+            "this tracker is closed and accepts no more events; use a new tracker for the next turn"
+        )

@@ -21,8 +21,9 @@ from typing import Any, Final, TypeGuard
 
 from pydantic import BaseModel
 
-from ..events import Delta, End, Error, Ready, Result, Start, _construct
-from ..events import _short as _bounded_repr
+from .._support import bounded_repr as _bounded_repr
+from .._support import construct as _construct
+from ..events import Delta, End, Error, Ready, Result, Start
 from ..limits import DEFAULT_LIMITS
 
 logger: Final = logging.getLogger("toolcall_tracker.adapters")

@@ -169,13 +169,12 @@ class AISDKAdapter(_FastLane):
     per stream (a multi-step stream is one turn: it ends at ``finish``).
     """
 
-    __slots__ = ("_calls", "_ended")
-
     def __init__(self) -> None:
+        super().__init__()
         self._calls: dict[str, _Call] = {}
         self._ended = False
 
-    def feed(self, item: Any) -> list[AdapterEvent]:
+    def _feed_events(self, item: Any) -> list[AdapterEvent]:
         """The tracker events one part implies (possibly none). Never raises."""
         try:
             if isinstance(item, str | bytes):
@@ -211,7 +210,7 @@ class AISDKAdapter(_FastLane):
             logger.debug("ai_sdk: ignored a part that could not be read: %r", item, exc_info=True)
         return []
 
-    def end(self) -> list[AdapterEvent]:
+    def _end_events(self) -> list[AdapterEvent]:
         """The end of the stream: ``End(ok=False)`` unless a finish/error/abort part came."""
         if self._ended:
             return []

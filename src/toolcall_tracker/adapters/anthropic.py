@@ -153,6 +153,7 @@ class AnthropicAdapter(_FastLane):
         server_tools: bool = False,
         ok_stop_reasons: Collection[str] = ("end_turn", "tool_use"),
     ) -> None:
+        super().__init__()
         self._server_tools = server_tools
         self._tool_types = (
             _CLIENT_TOOL_BLOCKS | _SERVER_TOOL_BLOCKS if server_tools else _CLIENT_TOOL_BLOCKS
@@ -164,7 +165,7 @@ class AnthropicAdapter(_FastLane):
         self._stop_reason: str | None = None
         self._ended = False
 
-    def feed(self, item: Any) -> list[AdapterEvent]:
+    def _feed_events(self, item: Any) -> list[AdapterEvent]:
         """The tracker events one stream event implies (often none). Never raises."""
         try:
             # The hot path, inlined: a non-empty fragment for a block already streaming
@@ -183,7 +184,7 @@ class AnthropicAdapter(_FastLane):
                     ):
                         text = delta.get("partial_json")
                         if type(text) is str and text:
-                            sink = self._sink
+                            sink = self._lane
                             if sink is not None and sink(block.call_id, text):
                                 return []
                             return [_delta(block.call_id, text)]
@@ -197,7 +198,7 @@ class AnthropicAdapter(_FastLane):
                             if delta.type == "input_json_delta":
                                 text = delta.partial_json
                                 if type(text) is str and text:
-                                    sink = self._sink
+                                    sink = self._lane
                                     if sink is not None and sink(block.call_id, text):
                                         return []
                                     return [_delta(block.call_id, text)]
@@ -226,7 +227,7 @@ class AnthropicAdapter(_FastLane):
             logger.debug("anthropic: ignored an event that could not be read", exc_info=True)
         return []
 
-    def end(self) -> list[AdapterEvent]:
+    def _end_events(self) -> list[AdapterEvent]:
         """The end of the stream: ``End`` unless ``message_stop`` already ended the turn.
 
         If a ``stop_reason`` arrived it decides ``ok``; a stream that stopped before any

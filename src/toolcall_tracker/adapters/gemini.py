@@ -55,7 +55,7 @@ import re
 from typing import Any, Final, Literal
 
 from ..errors import CallFailure, IncompleteArguments
-from ._base import AdapterEvent
+from ._base import AdapterEvent, _FastLane
 from ._common import (
     _delta,
     _end,
@@ -295,22 +295,21 @@ def _reason(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-class GeminiAdapter:
+class GeminiAdapter(_FastLane):
     """Translate google-genai ``GenerateContentResponse`` chunks into tracker events.
 
     See the module documentation for the rules (whole calls, streamed ``partial_args``,
     synthetic ids, how the turn ends). ``feed`` never raises.
     """
 
-    __slots__ = ("_blocked", "_candidates", "_ended", "_ids")
-
     def __init__(self) -> None:
+        super().__init__()
         self._candidates: dict[int, _Candidate] = {}
         self._ids = _IdMinter()
         self._blocked: str | None = None
         self._ended = False
 
-    def feed(self, item: Any) -> list[AdapterEvent]:
+    def _feed_events(self, item: Any) -> list[AdapterEvent]:
         """The tracker events one response chunk implies (possibly none)."""
         events: list[AdapterEvent] = []
         if self._ended:
@@ -350,7 +349,7 @@ class GeminiAdapter:
             )
         return events
 
-    def end(self) -> list[AdapterEvent]:
+    def _end_events(self) -> list[AdapterEvent]:
         """The turn's ``End`` (see the module documentation for ``ok`` and ``reason``)."""
         if self._ended:
             return []

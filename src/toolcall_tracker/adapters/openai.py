@@ -193,6 +193,7 @@ class _Emitter(_FastLane):
     _api: _API
 
     def __init__(self) -> None:
+        super().__init__()
         self._used_ids: set[str] = set()
         self._ended = False
 
@@ -364,7 +365,7 @@ class OpenAIChatAdapter(_Emitter):
         """Whether a call becomes ready as soon as the next call of its choice starts."""
         return self._eager
 
-    def feed(self, item: Any) -> list[AdapterEvent]:
+    def _feed_events(self, item: Any) -> list[AdapterEvent]:
         """The tracker events one chunk implies (possibly none).
 
         Raises:
@@ -412,8 +413,8 @@ class OpenAIChatAdapter(_Emitter):
                                     if type(arguments) is str:
                                         if arguments:
                                             call.has_text = True
-                                            sink = self._sink
-                                            if out or sink is None or not sink(call.id, arguments):  # type: ignore[arg-type]
+                                            sink = self._lane
+                                            if out or sink is None or not sink(call.id, arguments):
                                                 out.append(_delta(call.id, arguments))  # type: ignore[arg-type]
                                         continue
                             self._fragment(get, state, fragment, out)
@@ -465,12 +466,12 @@ class OpenAIChatAdapter(_Emitter):
             return None
         call.has_text = True
         call_id: Any = call.id
-        sink = self._sink
+        sink = self._lane
         if sink is not None and sink(call_id, arguments):
             return []
         return [_delta(call_id, arguments)]
 
-    def end(self) -> list[AdapterEvent]:
+    def _end_events(self) -> list[AdapterEvent]:
         """The turn's ``End`` (see the class docs); ``[]`` if called again."""
         if self._ended:
             return []
@@ -667,7 +668,7 @@ class OpenAIResponsesAdapter(_Emitter):
         self._by_output: dict[int, _Call] = {}
         self._calls: list[_Call] = []
 
-    def feed(self, item: Any) -> list[AdapterEvent]:
+    def _feed_events(self, item: Any) -> list[AdapterEvent]:
         """The tracker events one stream event implies (possibly none).
 
         Raises:
@@ -691,7 +692,7 @@ class OpenAIResponsesAdapter(_Emitter):
                     call.parts.append(fragment)  # kept: the final arguments are compared
                     if call.started:
                         call_id: Any = call.id
-                        sink = self._sink
+                        sink = self._lane
                         if sink is not None and sink(call_id, fragment):
                             return []
                         return [_delta(call_id, fragment)]
@@ -721,7 +722,7 @@ class OpenAIResponsesAdapter(_Emitter):
             _check_item(item)
         return out
 
-    def end(self) -> list[AdapterEvent]:
+    def _end_events(self) -> list[AdapterEvent]:
         """``End(ok=False)`` if the stream ended before a terminal event, else ``[]``."""
         if self._ended:
             return []

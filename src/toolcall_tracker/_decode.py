@@ -1,0 +1,88 @@
+"""Reading an event without building a model: the machine's hot path (private)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from ._support import bounded_repr as _short
+from .errors import InvalidEvent
+from .events import End, parse_event
+
+_MISSING: Any = object()
+_PAYLOAD_FIELD: dict[str, str | None] = {
+    "start": "name",
+    "delta": "args_text_delta",
+    "ready": None,
+    "result": "result",
+    "error": "error",
+}
+
+
+def decode(event: object) -> tuple[str, Any, Any] | None:
+    """The hot path of :func:`parse_event`: ``(type, id, payload)`` without building a model.
+
+    ``payload`` is the event's one field (``name``, the fragment, ``result``, ``error``;
+    ``None`` for ready; the :class:`End` model itself for end, whose id is ``None``).
+    A well-formed plain ``dict`` is checked by hand; anything else, or anything the hand
+    check is unsure of, goes through :func:`parse_event`, which is the authority and
+    produces the error messages. Returns ``None`` for an unknown ``type``.
+    """
+    if type(event) is dict:
+        kind = event.get("type")
+        call_id = event.get("id")
+        if type(call_id) is str and call_id:
+            if kind == "delta":
+                fragment = event.get("argsTextDelta", _MISSING)
+                if fragment is _MISSING:
+                    fragment = event.get("args_text_delta")
+                if type(fragment) is str:
+                    return kind, call_id, fragment
+            elif kind == "start":
+                name = event.get("name")
+                if type(name) is str:
+                    return kind, call_id, name
+            elif kind == "ready":
+                return kind, call_id, None
+            elif kind == "result" or kind == "error":
+                payload = event.get(kind, _MISSING)
+                if payload is not _MISSING:
+                    return kind, call_id, payload
+        elif kind == "end" and "id" not in event:
+            ok = event.get("ok", True)
+            reason = event.get("reason")
+            if type(ok) is bool and (reason is None or type(reason) is str):
+                return kind, None, End(ok=ok, reason=reason)
+    model = parse_event(event)
+    if model is None:
+        return None
+    if isinstance(model, End):
+        if not (type(model.ok) is bool and (model.reason is None or type(model.reason) is str)):
+            _revalidate(model)
+        return "end", None, model
+    kind, call_id = model.type, getattr(model, "id", None)
+    field = _PAYLOAD_FIELD[kind]
+    payload = None if field is None else getattr(model, field, _MISSING)
+    if payload is _MISSING:  # model_construct left a required field out
+        _revalidate(model)
+    if not (
+        type(call_id) is str
+        and call_id
+        and (type(payload) is str if kind in _TEXT_PAYLOAD else True)
+    ):
+        _revalidate(model)
+    return kind, call_id, payload
+
+
+_TEXT_PAYLOAD = frozenset({"start", "delta"})
+
+
+def _revalidate(model: BaseModel) -> None:
+    """A model built without validation (``model_construct``) broke its own types."""
+    kind = getattr(model, "type", "?")
+    try:
+        parse_event(model.model_dump(warnings=False))
+    except InvalidEvent as exc:
+        raise InvalidEvent(str(exc), model) from None
+    raise InvalidEvent(f"invalid {kind!r} event: {_short(model)}", model)  # pragma: no cover

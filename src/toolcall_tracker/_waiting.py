@@ -1,0 +1,275 @@
+"""The async tracker's listener: ready calls, waiters and timelines (private).
+
+:class:`Waiting` subscribes to a machine's change feed and keeps what a
+:class:`~toolcall_tracker.ToolCallTracker` needs to let tasks wait: one lazily created
+``anyio.Event`` per id that somebody waits for, one for the stream (new ready calls, the
+end, closing), the snapshots of the calls that became ready (for ``ready_calls()``
+iterators) and each call's :class:`~toolcall_tracker.CallTimeline`. When the feed reports a
+change it sets the matching event and forgets it; every waiter re-checks the state in a
+loop, so a waiter can never miss a change.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections import deque
+from typing import Final
+
+import anyio
+import anyio.lowlevel
+
+from .calls import Status, ToolCall
+from .changes import ChangeListener
+from .errors import InvalidArguments, ToolCallFailed, TrackerClosed, UnknownToolCall
+from .events import End
+from .machine import ToolCallStateMachine
+from .timeline import CallTimeline
+
+_PENDING, _RUNNING, _ERROR = Status.PENDING, Status.RUNNING, Status.ERROR
+ARGS_PARSED: Final = frozenset({_RUNNING, Status.DONE})
+DONE_ONLY: Final = frozenset({Status.DONE})
+
+
+class Waiting(ChangeListener):
+    """Waiters, ready calls and timelines of one tracker, kept by the machine's feed."""
+
+    __slots__ = (
+        "_iterators",
+        "_machine",
+        "_stream_event",
+        "_waiters",
+        "_woken",
+        "closed",
+        "ready",
+        "timelines",
+        "woke",
+    )
+
+    def __init__(self, machine: ToolCallStateMachine) -> None:
+        self._machine = machine
+        self.closed = False
+        # Snapshots of the tracked calls that became ready, in that order (a forgotten
+        # call's is dropped), and the live ready_calls() iterators, each with its own queue
+        # of snapshots it has not yielded yet: memory follows what is tracked or unread.
+        self.ready: dict[str, ToolCall] = {}
+        self.timelines: dict[str, CallTimeline] = {}
+        self._iterators: list[weakref.ref[ReadyCalls]] = []
+        self.woke = False  # a call became ready or a waiter woke since consume yielded
+        self._waiters: dict[str, Waiter] = {}  # by id: waiting, not woken yet
+        # By id: woken, and some of their tasks have not run yet. Each later change of the
+        # call updates them, so a task that runs after the call was forgotten still sees
+        # how it ended.
+        self._woken: dict[str, list[Waiter]] = {}
+        self._stream_event: anyio.Event | None = None
+
+    # -- the change feed ----------------------------------------------------------------
+
+    def call_changed(self, call_id: str, before: Status | None, after: Status) -> None:
+        now = time.monotonic()
+        snapshot: ToolCall | None = None
+        if after is _PENDING:
+            self.timelines[call_id] = CallTimeline(started=now)
+        elif after is _RUNNING:
+            self.timelines[call_id].ready = now
+            snapshot = self._machine.get(call_id)
+            assert snapshot is not None
+            self.ready[call_id] = snapshot
+            if self._iterators:
+                self._deliver(snapshot)
+            self._wake_stream()
+            # consume yields after every newly ready call, even if nobody waits yet: a
+            # runner task started just before consume must get to run while the stream
+            # goes on, whatever the source does.
+            self.woke = True
+        else:
+            timeline = self.timelines[call_id]
+            if timeline.ready is None and before is _PENDING:
+                snapshot = self._machine.get(call_id)
+                if snapshot is not None and isinstance(snapshot.error, InvalidArguments):
+                    timeline.ready = now  # the arguments completed but did not parse
+            timeline.finished = now
+        if self._waiters or self._woken:
+            self._wake(call_id, snapshot)
+
+    def _wake(self, call_id: str, snapshot: ToolCall | None) -> None:
+        """Wake the waiters of ``call_id``; update those already woken."""
+        waiter = self._waiters.pop(call_id, None)
+        woken = self._woken.get(call_id)
+        if waiter is None and woken is None:
+            return
+        if snapshot is None:
+            snapshot = self._machine.get(call_id)
+        parsed = call_id in self.ready
+        for each in woken or ():
+            each.call, each.parsed = snapshot, parsed
+        if waiter is not None:
+            waiter.call, waiter.parsed = snapshot, parsed
+            waiter.event.set()
+            self.woke = True
+            if woken is None:
+                self._woken[call_id] = [waiter]
+            else:
+                woken.append(waiter)
+
+    def call_forgotten(self, call_id: str) -> None:
+        self.ready.pop(call_id, None)
+        self.timelines.pop(call_id, None)
+
+    def turn_ended(self, end: End) -> None:
+        self.wake_all()
+
+    # -- waiting ----------------------------------------------------------------------
+
+    async def wait_for(
+        self, call_id: str, wanted: frozenset[Status], *, after_parse_ok: bool = False
+    ) -> ToolCall:
+        """Wait until call ``call_id``'s status is in ``wanted`` (see the tracker's docs)."""
+        machine = self._machine
+        call = machine.get(call_id)
+        parsed = call_id in self.ready
+        waited = False
+        while True:
+            if call is not None:
+                status = call.status
+                if status in wanted or (status is _ERROR and after_parse_ok and parsed):
+                    if not waited:
+                        await anyio.lowlevel.checkpoint()  # satisfied at once: still one
+                    return call
+                if status is _ERROR:
+                    if not waited:
+                        await anyio.lowlevel.checkpoint()
+                    raise ToolCallFailed(call)
+            elif machine.is_forgotten(call_id):
+                raise UnknownToolCall(call_id, "it finished and was forgotten")
+            if self.closed:
+                raise TrackerClosed(f"the tracker closed while waiting for call {call_id!r}")
+            end = machine.end
+            if call is None and end is not None:
+                raise UnknownToolCall(call_id, f"the turn ended ({end.reason or 'end'}) without it")
+            waiter = self._waiters.get(call_id)
+            if waiter is None:
+                waiter = self._waiters[call_id] = Waiter()
+            waiter.count += 1
+            try:
+                await waiter.event.wait()
+            finally:
+                waiter.count -= 1
+                if not waiter.count:  # the last of its tasks: nobody needs it any more
+                    self._release(call_id, waiter)
+            waited = True
+            # The call as it is now; if it was forgotten (retention) before this task ran
+            # again, as it was when we were woken.
+            call, parsed = machine.get(call_id), call_id in self.ready
+            if call is None and waiter.call is not None:
+                call, parsed = waiter.call, waiter.parsed
+
+    async def wait_end(self) -> End:
+        """Wait until the turn has ended; a checkpoint even if it already has."""
+        machine = self._machine
+        end = machine.end
+        if end is not None:
+            await anyio.lowlevel.checkpoint()
+            return end
+        while end is None:
+            await self.stream_wakeup().wait()
+            end = machine.end
+        return end
+
+    def ready_calls(self) -> ReadyCalls:
+        """A new ``ready_calls()`` iterator."""
+        iterator = ReadyCalls(self)
+        self._iterators.append(weakref.ref(iterator))
+        return iterator
+
+    def stream_wakeup(self) -> anyio.Event:
+        """The event set at the next stream-level change (a call ready, the end, closing)."""
+        if self._stream_event is None:
+            self._stream_event = anyio.Event()
+        return self._stream_event
+
+    def finished(self) -> bool:
+        """Whether the stream can bring no new ready call (ended or closed)."""
+        return self.closed or self._machine.end is not None
+
+    def forget_iterator(self, iterator: ReadyCalls) -> None:
+        """Stop delivering to a finished iterator."""
+        self._iterators = [ref for ref in self._iterators if ref() not in (iterator, None)]
+
+    def wake_all(self) -> None:
+        """Wake every waiter and the stream (the turn ended, or the tracker closed)."""
+        waiters, self._waiters = self._waiters, {}
+        for call_id, waiter in waiters.items():
+            waiter.event.set()
+            self._woken.setdefault(call_id, []).append(waiter)
+        self._wake_stream()
+
+    def _release(self, call_id: str, waiter: Waiter) -> None:
+        if self._waiters.get(call_id) is waiter:
+            del self._waiters[call_id]  # cancelled before it was woken
+            return
+        woken = self._woken.get(call_id)
+        if woken is not None:
+            if waiter in woken:
+                woken.remove(waiter)
+            if not woken:
+                del self._woken[call_id]
+
+    def _deliver(self, snapshot: ToolCall) -> None:
+        """Queue a newly ready call for every live ready_calls() iterator."""
+        dead = False
+        for ref in self._iterators:
+            iterator = ref()
+            if iterator is None:
+                dead = True  # abandoned without finishing: garbage collected
+            else:
+                iterator.queue.append(snapshot)
+        if dead:
+            self._iterators = [ref for ref in self._iterators if ref() is not None]
+
+    def _wake_stream(self) -> None:
+        event = self._stream_event
+        if event is not None:
+            self._stream_event = None
+            event.set()
+            self.woke = True
+
+
+class Waiter:
+    """The tasks waiting for one id: an event, and the call at the moment it was set."""
+
+    __slots__ = ("call", "count", "event", "parsed")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.call: ToolCall | None = None
+        self.parsed = False  # the call's arguments had parsed when it was set
+        self.count = 0  # tasks waiting on it; the last one to give up removes it
+
+
+class ReadyCalls:
+    """The async iterator returned by :meth:`ToolCallTracker.ready_calls`.
+
+    It starts with the tracked calls that are already ready, and the tracker's listener
+    appends each call that becomes ready later to every live iterator's queue.
+    """
+
+    __slots__ = ("__weakref__", "_waiting", "queue")
+
+    def __init__(self, waiting: Waiting) -> None:
+        self._waiting = waiting
+        self.queue: deque[ToolCall] = deque(waiting.ready.values())
+
+    def __aiter__(self) -> ReadyCalls:
+        return self
+
+    async def __anext__(self) -> ToolCall:
+        waiting = self._waiting
+        queue = self.queue
+        while True:
+            if queue:
+                return queue.popleft()
+            if waiting.finished():
+                waiting.forget_iterator(self)
+                raise StopAsyncIteration
+            await waiting.stream_wakeup().wait()
