@@ -376,7 +376,9 @@ async def test_failures_end_in_error_and_other_calls_finish(
         assert logged == {"kaboom 7", "missing"}
 
 
-async def test_a_tool_that_raises_base_exception_is_not_swallowed(anyio_backend: str) -> None:
+async def test_a_tool_that_raises_a_base_exception_fails_only_its_call(
+    anyio_backend: str,
+) -> None:
     with anyio.fail_after(DEADLINE):
 
         class Stop(BaseException):
@@ -385,19 +387,19 @@ async def test_a_tool_that_raises_base_exception_is_not_swallowed(anyio_backend:
         async def halt() -> None:
             raise Stop
 
+        async def fine() -> str:
+            return "fine"
+
         tracker = ToolCallTracker()
-        caught: BaseException | None = None
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(tracker.consume, from_list(call_events("h", "halt")))
-                await ToolRunner([halt], eager=True).run(tracker)
-        except BaseException as exc:
-            caught = exc
-        assert contains(caught, Stop)
-        call = snapshot(tracker, "h")
-        assert call.status is Status.ERROR
-        assert isinstance(call.error, CallCancelled)
-        assert call.error.tool_started is True
+        events = call_events("h", "halt") + call_events("f", "fine")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tracker.consume, from_list(events))
+            calls = by_id(await ToolRunner([halt, fine], eager=True).run(tracker))
+        assert calls["h"].status is Status.ERROR
+        assert isinstance(calls["h"].error, ToolRaised)
+        assert calls["h"].error.exception == "Stop"
+        assert calls["f"].status is Status.DONE
+        assert calls["f"].result == "fine"
 
 
 # -- cancellation -------------------------------------------------------------------------

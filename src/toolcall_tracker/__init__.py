@@ -28,8 +28,13 @@ synchronous machine and the adapters never loads anyio, the runner or the comman
 
 from __future__ import annotations
 
+import logging
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+# A library adds no output of its own: without logging configured by the application,
+# nothing of ours reaches stderr (not even logging's last-resort handler).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from .calls import Status, ToolCall

@@ -1,0 +1,160 @@
+"""The tool runner: execute each call the moment it is ready, concurrently and safely.
+
+Shape: build a :class:`ToolRunner` once from your tools, then, for each model turn, run
+``await runner.run(tracker)`` in the same task group as ``tracker.consume(...)``::
+
+    runner = ToolRunner([search, tool(send_mail, eager=False)], max_concurrency=8)
+
+    async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
+        tg.start_soon(tracker.consume, model_events)
+        calls = await runner.run(tracker)   # every call of the turn, finished
+
+(:func:`run_tools` does the same in one call.) ``run`` returns once the turn has ended and
+every ready call has finished; it returns ``tracker.list()``.
+
+For each call that becomes ready (in ready order) the runner:
+
+1. looks the tool up by name (``unknown_tool`` error if there is none);
+2. validates the arguments against the function's signature with the tool's pydantic model,
+   built once per tool (``validation`` error, with the field paths); the tool gets its own
+   copy of the arguments, so mutating them changes nothing anybody else sees;
+3. if the tool is gated, waits for the turn's ``End``; if it is not ``ok`` the call ends
+   with a ``not_executed`` error and the tool never runs. Eager tools skip this step;
+4. waits for a slot of ``max_concurrency``: slots go to calls in ready order (eager calls as
+   they become ready, gated ones when the turn ends), on every backend;
+5. reads the call's live status: a call that is no longer ``running`` (an adapter failed it,
+   other code applied an ``error``, the tracker closed) is never executed, and its outcome
+   is left as the tracker has it;
+6. records ``tool_started`` in the timeline and runs the tool: async tools on the event loop,
+   sync tools in a worker thread; both under the per-call timeout. If the call
+   leaves ``running`` through anybody else meanwhile, the tool is cancelled;
+7. records ``tool_finished`` and applies a ``Result`` event, or an ``Error`` event with a
+   :mod:`~toolcall_tracker.failures` value (``tool_exception``, ``timeout``).
+
+Every event is applied from the event loop's thread. The runner contains every fault of a
+tool: an ``Exception``, ``SystemExit``, ``GeneratorExit`` or any other ``BaseException``,
+a cancellation exception the tool raised itself, an exception that cannot even be printed:
+each fails only its own call with a ``tool_exception`` error (its traceback is logged at
+WARNING on the ``toolcall_tracker.runner`` logger). Only ``KeyboardInterrupt`` propagates
+(the user asked the process to stop; the other calls are failed as cancelled first), and a
+real cancellation of the runner.
+
+Cancellation: when the scope running ``run`` is cancelled, every tool of the turn is
+cancelled and every call still ``running`` is moved to ``error`` (``cancelled``) before
+the cancellation propagates, so no call stays ``running`` and no ``wait_done`` hangs. When
+the overall ``timeout`` expires, the same happens with ``timeout`` errors (scope ``run``);
+calls that become ready afterwards fail at once, and ``run`` returns normally when the turn
+ends (the timeout bounds the tools, not the model's stream).
+
+A sync tool cannot be interrupted: on a timeout or cancellation its call ends at once and its
+thread is abandoned to finish on its own (its result is discarded, it no longer counts
+against ``max_concurrency``). The runner keeps per-call state only until the call finishes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..calls import ToolCall
+from ..tools import Tool, ToolsInput, tools_by_name
+from ..tracker import ToolCallTracker
+from ._turn import Turn
+
+__all__ = ["ToolRunner", "run_tools"]
+
+
+class ToolRunner:
+    """Runs the tool calls of model turns, each the moment its arguments are ready.
+
+    A runner holds the tools and the limits; it keeps no per-turn state, so one runner can
+    serve many turns (even at once). Its tools are built (and their argument models too)
+    once, here.
+
+    Args:
+        tools: a list of functions or :class:`~toolcall_tracker.tools.Tool` (named by their
+            names), or a mapping ``name -> function or Tool``. Sync and async functions both
+            work.
+        eager: the default for tools that do not say (``tool(fn, eager=...)``). ``False``
+            (the default): a tool runs only once the turn is known to have ended normally,
+            the safe choice for tools with side effects. ``True``: every tool starts the
+            moment its call is ready.
+        max_concurrency: at most this many tools run at once per turn (``None``: no limit).
+            Calls over the limit wait for a slot, in the order they became ready.
+        call_timeout: seconds each tool may run (``None``: no limit). Does not count the
+            wait for the turn's end or for a slot. A tool's own ``timeout`` overrides it.
+        timeout: seconds the whole :meth:`run` may spend on tools (``None``: no limit).
+
+    Raises:
+        ValueError: a limit is not positive, or two tools share a name.
+    """
+
+    def __init__(
+        self,
+        tools: ToolsInput,
+        *,
+        eager: bool = False,
+        max_concurrency: int | None = None,
+        call_timeout: float | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
+        ):
+            raise ValueError(f"max_concurrency must be a positive int, not {max_concurrency!r}")
+        for label, value in (("call_timeout", call_timeout), ("timeout", timeout)):
+            if value is not None and not value > 0:
+                raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
+        self._tools = tools_by_name(tools)
+        self._eager = eager
+        self._max_concurrency = max_concurrency
+        self._call_timeout = call_timeout
+        self._timeout = timeout
+
+    @property
+    def tools(self) -> dict[str, Tool[..., Any]]:
+        """The tools by name (a copy). Pass it to the provider definition helpers."""
+        return dict(self._tools)
+
+    async def run(self, tracker: ToolCallTracker) -> list[ToolCall]:
+        """Run every call of ``tracker``'s turn; return when all finished and the turn ended.
+
+        Call it in the task group that consumes the model's stream. The runner handles
+        every call of the turn (one runner per tracker): each one that becomes ready ends
+        ``done`` or ``error``.
+
+        Returns:
+            ``tracker.list()``: the snapshots of the calls the tracker retains, in start
+            order (calls that ``keep_finished`` forgot are not among them: to see every
+            outcome, subscribe a :class:`~toolcall_tracker.ChangeListener` to the tracker).
+
+        Raises:
+            Whatever cancelled it (after moving the unfinished calls to ``error``).
+        """
+        await Turn(self, tracker).go()
+        return tracker.list()
+
+
+async def run_tools(
+    tracker: ToolCallTracker,
+    tools: ToolsInput,
+    *,
+    eager: bool = False,
+    max_concurrency: int | None = None,
+    call_timeout: float | None = None,
+    timeout: float | None = None,
+) -> list[ToolCall]:
+    """``await ToolRunner(tools, ...).run(tracker)``: run one turn's calls.
+
+    The arguments are :class:`ToolRunner`'s. Building a runner once and reusing it saves
+    re-building the tools' argument models each turn.
+    """
+    runner = ToolRunner(
+        tools,
+        eager=eager,
+        max_concurrency=max_concurrency,
+        call_timeout=call_timeout,
+        timeout=timeout,
+    )
+    return await runner.run(tracker)
