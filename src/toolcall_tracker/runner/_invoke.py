@@ -53,7 +53,7 @@ async def invoke(
         if spec.is_async:
             return await spec.function(*args, **kwargs)
         result = await anyio.to_thread.run_sync(
-            functools.partial(spec.function, *args, **kwargs), abandon_on_cancel=True
+            _contained, functools.partial(spec.function, *args, **kwargs), abandon_on_cancel=True
         )
         if inspect.isawaitable(result):  # a sync wrapper around an async function
             result = await result
@@ -65,6 +65,18 @@ async def invoke(
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit, GeneratorExit, Exception...: contained
+        return Raised(exc)
+
+
+def _contained(function: Any) -> Any:
+    """Run ``function`` (in a worker thread), catching its faults there, so that nothing
+    but its value or a :class:`Raised` crosses back to the event loop (a ``GeneratorExit``
+    thrown into a waiting coroutine is not an ordinary exception)."""
+    try:
+        return function()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
         return Raised(exc)
 
 
