@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import toolcall_tracker
 
 
@@ -53,9 +55,5 @@ def test_every_public_name_resolves_and_is_listed() -> None:
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
-    try:
+    with pytest.raises(AttributeError, match="NoSuchThing"):
         toolcall_tracker.NoSuchThing  # type: ignore[attr-defined]  # noqa: B018
-    except AttributeError as exc:
-        assert "NoSuchThing" in str(exc)
-    else:
-        raise AssertionError("no AttributeError")

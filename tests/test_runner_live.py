@@ -246,7 +246,8 @@ async def test_a_tool_fault_fails_only_its_call(anyio_backend: str, fault: Any, 
             tg.start_soon(tracker.consume, from_list(events))
             await ToolRunner([faulty, healthy], eager=True).run(tracker)
         bad, good = tracker.get("f"), tracker.get("h")
-        assert bad is not None and good is not None
+        assert bad is not None
+        assert good is not None
         assert bad.status is Status.ERROR
         assert bad.error.kind == "tool_exception"
         assert bad.error.exception == type(fault).__name__
