@@ -31,8 +31,7 @@ The runner is started first and allowed to reach its first wait (``--no-settle``
 that: with a source that never blocks, the runner is then starved until the stream ends,
 and the ``Limits.max_calls`` limit is hit).
 
-Finished calls are counted by a small tracker subclass that observes each status change
-(the private ``_changed`` hook); the library offers no public per-transition hook.
+Finished calls are counted by a listener of the tracker's change feed (``subscribe``).
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ import anyio
 if importlib.util.find_spec("toolcall_tracker") is None:  # not installed: this checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from toolcall_tracker import IgnoreReason, Status, ToolCallTracker
+from toolcall_tracker import ChangeListener, IgnoreReason, Status, ToolCallTracker
 
 try:
     from toolcall_tracker.runner import ToolRunner
@@ -67,22 +66,19 @@ except ImportError:  # the runner is not there yet
 MiB = 1024 * 1024
 
 
-class CountingTracker(ToolCallTracker):
-    """A tracker that counts every call reaching ``done`` or ``error`` (each once)."""
+class FinishCounter(ChangeListener):
+    """Counts every call reaching ``done`` or ``error`` (each once), from the change feed."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self) -> None:
         self.finished: Counter[str] = Counter()
         self.finished_ids: set[str] | None = None  # filled only with --check-ids
 
-    def _changed(self, record: Any) -> None:
-        status = record.status
-        if status is Status.DONE or status is Status.ERROR:
-            self.finished[status.value] += 1
+    def call_changed(self, call_id: str, before: Status | None, after: Status) -> None:
+        if after is Status.DONE or after is Status.ERROR:
+            self.finished[after.value] += 1
             if self.finished_ids is not None:
-                assert record.id not in self.finished_ids, f"{record.id} finished twice"
-                self.finished_ids.add(record.id)
-        super()._changed(record)
+                assert call_id not in self.finished_ids, f"{call_id} finished twice"
+                self.finished_ids.add(call_id)
 
 
 class Plan:
@@ -187,9 +183,11 @@ async def soak(args: argparse.Namespace) -> int:
     runner_name = "toolcall_tracker.runner.ToolRunner (eager)" if use_library else "minimal loop"
     if args.tracemalloc:
         tracemalloc.start()
-    tracker = CountingTracker(on_ignored=on_ignored, keep_finished=args.keep_finished)
+    tracker = ToolCallTracker(on_ignored=on_ignored, keep_finished=args.keep_finished)
+    counter = FinishCounter()
+    tracker.subscribe(counter)
     if args.check_ids:
-        tracker.finished_ids = set()
+        counter.finished_ids = set()
     runner = ToolRunner([work], eager=True) if use_library else None
     stats: dict[str, int] = {}
     start_memory = traced()
@@ -236,7 +234,7 @@ async def soak(args: argparse.Namespace) -> int:
     print(f"events through consume: {sent:,} (+ {applied - sent:,} results/errors from the runner)")
     print(f"elapsed: {elapsed:.1f} s  ->  {sent / elapsed:,.0f} events/s through consume")
     print(
-        f"calls finished: done={tracker.finished['done']:,} error={tracker.finished['error']:,} "
+        f"calls finished: done={counter.finished['done']:,} error={counter.finished['error']:,} "
         f"(expected done={expected_done:,} error={expected_error:,}); "
         f"left unfinished: {len(leftover)}; ignored events: {sum(ignored.values())} {dict(ignored)}"
     )
@@ -250,9 +248,9 @@ async def soak(args: argparse.Namespace) -> int:
     print(f"max RSS: {rss / 1024:.1f} MiB (before the run: {rss_before / 1024:.1f} MiB)")
 
     failures = []
-    if tracker.finished["done"] != expected_done or tracker.finished["error"] != expected_error:
+    if counter.finished["done"] != expected_done or counter.finished["error"] != expected_error:
         failures.append("finished counts differ from the plan")
-    if sum(tracker.finished.values()) != plan.calls:
+    if sum(counter.finished.values()) != plan.calls:
         failures.append("not every call finished exactly once")
     if leftover:
         failures.append(f"{len(leftover)} calls left pending/running")

@@ -57,3 +57,12 @@ def test_every_public_name_resolves_and_is_listed() -> None:
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="NoSuchThing"):
         toolcall_tracker.NoSuchThing  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_the_snapshot_names_moved_with_a_deprecated_alias() -> None:
+    from toolcall_tracker import Status, ToolCall, events
+
+    with pytest.warns(DeprecationWarning, match="toolcall_tracker.calls"):
+        assert events.ToolCall is ToolCall
+    with pytest.warns(DeprecationWarning, match="events.Status"):
+        assert events.Status is Status
