@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
+    from ._reducer import IgnoreReason
     from .calls import Status, ToolCall
     from .changes import ChangeListener
     from .errors import (
@@ -62,7 +63,6 @@ if TYPE_CHECKING:
     )
     from .limits import DEFAULT_LIMITS, Limits
     from .machine import IgnoredHook, ToolCallStateMachine, tool_call_streaming_state_machine
-    from .reducer import IgnoreReason
     from .runner import ToolRunner, run_tools
     from .sink import EventCollector, EventSink, ItemSource
     from .timeline import CallTimeline
@@ -108,7 +108,7 @@ _MODULE_OF: dict[str, str] = {
     **dict.fromkeys(
         ("IgnoredHook", "ToolCallStateMachine", "tool_call_streaming_state_machine"), "machine"
     ),
-    "IgnoreReason": "reducer",
+    "IgnoreReason": "_reducer",
     **dict.fromkeys(("ToolRunner", "run_tools"), "runner"),
     **dict.fromkeys(("EventCollector", "EventSink", "ItemSource"), "sink"),
     "CallTimeline": "timeline",

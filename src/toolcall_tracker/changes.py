@@ -32,9 +32,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._reducer import IgnoreReason
     from .calls import Status
     from .events import End
-    from .reducer import IgnoreReason
 
 __all__ = ["ChangeListener"]
 

@@ -17,13 +17,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 from ._decode import decode
+from ._reducer import _STEPS, STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
 from ._support import bounded_repr, construct
 from .calls import Status, ToolCall
 from .changes import ChangeListener
 from .errors import InvalidEvent
 from .events import Delta, End, Error, EventInput, Ready, Result, Start, parse_event
 from .limits import DEFAULT_LIMITS, Limits
-from .reducer import _STEPS, STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
 
 __all__ = ["IgnoredHook", "ToolCallStateMachine", "tool_call_streaming_state_machine"]
 

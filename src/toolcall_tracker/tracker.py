@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from ._reducer import IgnoreReason
 from ._sources import close_source, why_stopped
 from ._waiting import ARGS_PARSED, DONE_ONLY, ReadyCalls, Waiting
 from .calls import Status, ToolCall
@@ -40,7 +41,6 @@ from .errors import InvalidEvent, TrackerClosed
 from .events import End, EventInput
 from .limits import Limits
 from .machine import IgnoredHook, ToolCallStateMachine, logger
-from .reducer import IgnoreReason
 from .sink import ItemSource
 from .timeline import CallTimeline
 

@@ -1,0 +1,340 @@
+"""The per-call reducer: every transition of the protocol, in two tables.
+
+Theory of operation
+-------------------
+A stream carries many calls, each named by ``id``. Each call is an independent little
+state machine; nothing one call receives can change another. Its life is::
+
+    (no call) --start--> pending --delta*--> pending --ready--> running --result--> done
+                            |                   |  (invalid JSON)   |
+                            +------error--------+------------------>+--error--> error
+
+``TRANSITIONS`` below is the whole story: for each state a call can be in (``None`` is
+"no call with that id yet") and each event type, it names either the *action* to take or
+the *reason* the event is ignored. Ignored events are not errors: a stream that repeats
+or reorders events is normal on real networks, so we report them (a hook and a DEBUG log
+line in the machine) and carry on.
+
+Two more rows complete the per-call table. ``forgotten`` is an id whose finished call
+was dropped to save memory (``forget`` or a retention policy): everything for it is
+ignored, so a late duplicate cannot resurrect it. And ``delta`` has a guard, like
+``ready``: a fragment that would take the argument text past ``Limits.max_args_chars``
+fails the call (``ArgumentsTooLarge``) and releases its text instead of appending.
+
+The stream itself has a second, tiny state machine (``STREAM``): it is ``open`` until an
+``end`` event arrives, then ``ended`` for good; while ``Limits.max_calls`` calls are
+tracked it is ``full``, where a new ``start`` is ignored with reason ``too_many_calls``.
+Once ended, the model can say nothing more (``start``, ``delta`` and ``ready`` are
+ignored with reason ``turn_ended``) but tool outcomes (``result``, ``error``) still
+apply, because they come from the tool runner, not from the model. The ``end`` event is
+then broadcast to every call through the ``end`` column of ``TRANSITIONS``: a call still
+``pending`` is abandoned (its arguments never completed), every other call keeps its
+state.
+
+The reducer is sans-IO and deterministic: no I/O, no clock, no callbacks, no logging. It
+sees one call's record and one event and touches nothing else. Validation (is this a
+well-formed event? is the id too long?) happens before it, in the machine, and so does
+publishing: the machine tells its listeners (its change feed) what each step changed. To keep
+accumulation linear in the bytes received it appends fragments to a list in the record
+(joined once, at ``ready``) instead of rebuilding a string; every other action also
+updates the record in place and :func:`reduce` returns the record.
+:class:`~toolcall_tracker.ToolCallStateMachine` applies it per id; the async tracker holds
+a machine and adds waiting, as one listener of its change feed.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Final
+
+from ._json import _ArgumentsError, parse_json
+from ._support import construct
+from .calls import Status, ToolCall
+from .errors import ArgumentsTooLarge, IncompleteArguments
+from .limits import DEFAULT_LIMITS, Limits
+
+__all__ = [
+    "FORGOTTEN",
+    "STREAM",
+    "TRANSITIONS",
+    "Action",
+    "IgnoreReason",
+    "StreamAction",
+    "reduce",
+]
+
+
+class IgnoreReason(str, Enum):
+    """Why an event was ignored: a small fixed vocabulary, compared as strings."""
+
+    UNKNOWN_ID = "unknown_id"
+    """No ``start`` with that id has arrived."""
+    DUPLICATE_START = "duplicate_start"
+    """A ``start`` for an id that already exists."""
+    NOT_PENDING = "not_pending"
+    """A ``delta`` or ``ready`` after the arguments were complete."""
+    NOT_RUNNING = "not_running"
+    """A ``result`` before the arguments were complete."""
+    ALREADY_FINISHED = "already_finished"
+    """Any event for a call that is ``done`` or ``error``."""
+    UNKNOWN_TYPE = "unknown_type"
+    """A mapping whose ``type`` this library does not know (forward compatibility)."""
+    TURN_ENDED = "turn_ended"
+    """A ``start``, ``delta``, ``ready`` or second ``end`` after the turn ended."""
+    INVALID_EVENT = "invalid_event"
+    """A malformed event skipped by a tracker created with ``skip_invalid=True``."""
+    TOO_MANY_CALLS = "too_many_calls"
+    """A ``start`` while ``Limits.max_calls`` calls are already tracked."""
+    FORGOTTEN = "forgotten"
+    """Any event for a call that was forgotten (dropped after it finished)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Action(Enum):
+    """What an event does to a call (see ``TRANSITIONS``)."""
+
+    CREATE = "create a pending call with empty argument text"
+    APPEND = "append the fragment; error if the text would exceed Limits.max_args_chars"
+    PARSE = "parse the argument text: running with args, or error if it is not JSON"
+    FINISH = "done, with the result"
+    FAIL = "error, with the error"
+    ABANDON = "error: the turn ended before the arguments were complete"
+    KEEP = "nothing changes (the broadcast end does not concern this call)"
+
+
+class StreamAction(Enum):
+    """What an event does at the stream level (see ``STREAM``)."""
+
+    PER_CALL = "route to the call named by the event's id"
+    END_TURN = "end the turn, then broadcast end to every call"
+
+
+_KINDS: Final = ("start", "delta", "ready", "result", "error", "end")
+
+
+def _row(*cells: Any) -> dict[str, Any]:
+    return dict(zip(_KINDS, cells, strict=True))
+
+
+# Short names, so the tables below read like the README's.
+CREATE, APPEND, PARSE, FINISH = Action.CREATE, Action.APPEND, Action.PARSE, Action.FINISH
+FAIL, ABANDON, KEEP = Action.FAIL, Action.ABANDON, Action.KEEP
+UNKNOWN_ID, DUP_START = IgnoreReason.UNKNOWN_ID, IgnoreReason.DUPLICATE_START
+NOT_PENDING, NOT_RUNNING = IgnoreReason.NOT_PENDING, IgnoreReason.NOT_RUNNING
+FINISHED, TURN_ENDED = IgnoreReason.ALREADY_FINISHED, IgnoreReason.TURN_ENDED
+FORGOT, TOO_MANY = IgnoreReason.FORGOTTEN, IgnoreReason.TOO_MANY_CALLS
+PER_CALL, END_TURN = StreamAction.PER_CALL, StreamAction.END_TURN
+PENDING, RUNNING, DONE, ERROR = Status.PENDING, Status.RUNNING, Status.DONE, Status.ERROR
+
+FORGOTTEN: Final = "forgotten"
+"""The row of ids whose finished call was forgotten."""
+
+TRANSITIONS: Final[dict[Status | str | None, dict[str, Action | IgnoreReason]]] = {
+    #                start       delta         ready         result        error       end
+    None:      _row(CREATE,     UNKNOWN_ID,   UNKNOWN_ID,   UNKNOWN_ID,   UNKNOWN_ID, KEEP),
+    PENDING:   _row(DUP_START,  APPEND,       PARSE,        NOT_RUNNING,  FAIL,       ABANDON),
+    RUNNING:   _row(DUP_START,  NOT_PENDING,  NOT_PENDING,  FINISH,       FAIL,       KEEP),
+    DONE:      _row(DUP_START,  FINISHED,     FINISHED,     FINISHED,     FINISHED,   KEEP),
+    ERROR:     _row(DUP_START,  FINISHED,     FINISHED,     FINISHED,     FINISHED,   KEEP),
+    FORGOTTEN: _row(FORGOT,     FORGOT,       FORGOT,       FORGOT,       FORGOT,     KEEP),
+}  # fmt: skip
+"""Per call: ``TRANSITIONS[state][event type]`` is an action or an ignore reason; the state
+is the call's status, ``None`` for an id never seen, or ``"forgotten"``."""
+
+STREAM: Final[dict[str, dict[str, StreamAction | IgnoreReason]]] = {
+    #              start       delta         ready         result        error       end
+    "open":  _row(PER_CALL,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
+    "full":  _row(TOO_MANY,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
+    "ended": _row(TURN_ENDED, TURN_ENDED,   TURN_ENDED,   PER_CALL,     PER_CALL,   TURN_ENDED),
+}  # fmt: skip
+"""Per stream: ``STREAM[phase][event type]``. The phase is ``open``, ``full`` while
+``Limits.max_calls`` calls are tracked, and ``ended`` after ``end`` (for good). (A closed
+async tracker refuses every event before it reaches this table: closing is the tracker's
+business, not the machine's.)"""
+
+
+_SNAPSHOT_FIELDS: Final = {"id", "name", "args_text", "args", "status", "result", "error"}
+
+
+class _CallRecord:
+    """The mutable record of one call. ``parts`` holds fragments until ``ready``."""
+
+    __slots__ = (
+        "args",
+        "error",
+        "id",
+        "name",
+        "parsed",
+        "parts",
+        "result",
+        "room",
+        "snapshot",
+        "status",
+        "text",
+    )
+
+    def __init__(self, call_id: str, name: str, room: int) -> None:
+        self.id = call_id
+        self.name = name
+        self.status = PENDING
+        self.room = room  # characters of argument text still allowed
+        self.parts: list[str] = []
+        self.text: str | None = None
+        self.args: Any = None
+        self.parsed = False  # the arguments parsed (it was running, whatever came after)
+        self.result: Any = None
+        self.error: Any = None
+        self.snapshot: ToolCall | None = None
+
+    def args_text(self) -> str:
+        if self.text is not None:
+            return self.text
+        parts = self.parts
+        if len(parts) > 1:  # join once and keep the join: repeated reads stay linear
+            joined = "".join(parts)
+            parts.clear()  # (not parts[:] = ...: that copies the old pointers first)
+            parts.append(joined)
+        return parts[0] if parts else ""
+
+    def to_call(self) -> ToolCall:
+        """The immutable snapshot (cached until the status changes; never while pending,
+        so that appending a fragment need not invalidate anything)."""
+        snap = self.snapshot
+        if snap is None or self.status is PENDING:
+            snap = self.snapshot = construct(
+                ToolCall,
+                {
+                    "id": self.id,
+                    "name": self.name,
+                    "args_text": self.args_text(),
+                    "args": self.args,
+                    "status": self.status,
+                    "result": self.result,
+                    "error": self.error,
+                },
+                _SNAPSHOT_FIELDS,
+            )
+        return snap
+
+
+def _create(record: _CallRecord | None, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
+    return _CallRecord(call_id, payload, limits.max_args_chars)
+
+
+def _append(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
+    room = record.room - len(payload)
+    if room < 0:
+        received = limits.max_args_chars - record.room + len(payload)
+        record.parts = []  # release the buffered text before anything else
+        return _fail(
+            record,
+            call_id,
+            ArgumentsTooLarge(
+                message=f"the arguments of call {call_id!r} ({record.name}) exceeded "
+                f"{limits.max_args_chars} characters (Limits.max_args_chars); "
+                "the text received was discarded",
+                limit=limits.max_args_chars,
+                received=received,
+            ),
+            limits,
+        )
+    record.room = room
+    record.parts.append(payload)
+    return record
+
+
+def _parse(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
+    text = record.text = record.args_text()
+    record.parts = []
+    try:
+        record.args = parse_json(text)
+    except _ArgumentsError as exc:
+        record.status = ERROR
+        record.error = exc.value
+    else:
+        record.status = RUNNING
+        record.parsed = True
+    record.snapshot = None
+    return record
+
+
+def _finish(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
+    record.status = DONE
+    record.result = payload
+    record.snapshot = None
+    return record
+
+
+def _fail(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
+    if record.status is PENDING:
+        record.text = record.args_text()
+        record.parts = []
+    record.status = ERROR
+    record.error = payload
+    record.snapshot = None
+    return record
+
+
+def _abandon(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
+    reason = payload
+    why = f" ({reason})" if reason else ""
+    return _fail(
+        record,
+        call_id,
+        IncompleteArguments(
+            message=f"the turn ended{why} before the arguments of call {call_id!r} "
+            f"({record.name}) were complete",
+            reason=reason,
+        ),
+        limits,
+    )
+
+
+def _keep(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
+    return record
+
+
+_DO: Final = {
+    CREATE: _create,
+    APPEND: _append,
+    PARSE: _parse,
+    FINISH: _finish,
+    FAIL: _fail,
+    ABANDON: _abandon,
+    KEEP: _keep,
+}
+
+# The table with each action resolved to its function, so a step is two dict look-ups.
+_STEPS: Final[dict[Status | str | None, dict[str, Any]]] = {
+    state: {kind: _DO[step] if isinstance(step, Action) else step for kind, step in row.items()}
+    for state, row in TRANSITIONS.items()
+}
+
+
+def reduce(
+    record: _CallRecord | None,
+    kind: str,
+    call_id: str,
+    payload: Any,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    forgotten: bool = False,
+) -> _CallRecord | IgnoreReason:
+    """Apply one event (``kind``, ``call_id``, ``payload``) to one call's record.
+
+    ``payload`` is the event's one field: ``name`` for start, the fragment for delta,
+    ``result``/``error`` for those, the end's ``reason`` for the end broadcast, ``None`` for
+    ready. ``record`` is ``None`` for an id with no call; ``forgotten`` says the id belonged
+    to a call that was forgotten. Returns the record as it now is (a new one for ``start``),
+    or the reason the event is ignored, in which case nothing changed.
+    """
+    if record is not None:
+        step = _STEPS[record.status][kind]
+    else:
+        step = _STEPS[FORGOTTEN if forgotten else None][kind]
+    if type(step) is IgnoreReason:
+        return step
+    result: _CallRecord = step(record, call_id, payload, limits)
+    return result
