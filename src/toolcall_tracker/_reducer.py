@@ -155,6 +155,13 @@ async tracker refuses every event before it reaches this table: closing is the t
 business, not the machine's.)"""
 
 
+_COALESCE: Final = 64
+"""Fragments (and blocks) joined at a time: bounds a call's memory near its text's size."""
+_SMALL_TAIL: Final = _COALESCE * 256
+"""Characters under which ``_COALESCE`` fragments are small enough to be joined."""
+_SMALL_BLOCKS: Final = _COALESCE * _SMALL_TAIL // 4
+"""Characters under which ``_COALESCE`` blocks are small enough to be joined."""
+
 _SNAPSHOT_FIELDS: Final = {"id", "name", "args_text", "args", "status", "result", "error"}
 
 
@@ -163,13 +170,16 @@ class _CallRecord:
 
     __slots__ = (
         "args",
+        "big",
         "error",
+        "free",
         "id",
         "name",
         "parsed",
         "parts",
         "result",
         "room",
+        "small",
         "snapshot",
         "status",
         "text",
@@ -181,6 +191,12 @@ class _CallRecord:
         self.status = PENDING
         self.room = room  # characters of argument text still allowed
         self.parts: list[str] = []
+        # ``parts`` is [big blocks..., small blocks..., fragments...]: every _COALESCE
+        # fragments are joined into a small block, every _COALESCE small blocks into a big
+        # one, so tiny fragments cost about what their characters cost (see _append).
+        self.free = _COALESCE  # the length of ``parts`` at which the tail is joined
+        self.big = 0
+        self.small = 0
         self.text: str | None = None
         self.args: Any = None
         self.parsed = False  # the arguments parsed (it was running, whatever came after)
@@ -196,7 +212,35 @@ class _CallRecord:
             joined = "".join(parts)
             parts.clear()  # (not parts[:] = ...: that copies the old pointers first)
             parts.append(joined)
+            self.big, self.small, self.free = 1, 0, 1 + _COALESCE
         return parts[0] if parts else ""
+
+    def coalesce(self) -> None:
+        """Join the last ``_COALESCE`` fragments into one block if they are small, and every
+        ``_COALESCE`` such blocks into one big block if those are small. Each character is
+        copied at most twice before the final join, so accumulation stays linear; a call's
+        memory stays near the size of its text however small its fragments, and a join
+        never copies more than a small constant amount of text at once."""
+        parts = self.parts
+        start = self.big + self.small
+        tail = parts[start:]
+        if sum(map(len, tail)) <= _SMALL_TAIL:
+            del parts[start:]
+            parts.append("".join(tail))
+            self.small += 1
+        else:  # large fragments: their per-object cost is already small; keep them
+            self.small += len(tail)
+        if self.small >= _COALESCE:
+            start = self.big
+            blocks = parts[start:]
+            if sum(map(len, blocks)) <= _SMALL_BLOCKS:
+                del parts[start:]
+                parts.append("".join(blocks))
+                self.big += 1
+            else:
+                self.big += len(blocks)
+            self.small = 0
+        self.free = self.big + self.small + _COALESCE
 
     def to_call(self) -> ToolCall:
         """The immutable snapshot (cached until the status changes; never while pending,
@@ -241,7 +285,10 @@ def _append(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> 
             limits,
         )
     record.room = room
-    record.parts.append(payload)
+    parts = record.parts
+    parts.append(payload)
+    if len(parts) >= record.free:
+        record.coalesce()
     return record
 
 
