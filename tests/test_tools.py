@@ -20,8 +20,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from _runner_helpers import call_events, from_list
 from conftest import DEADLINE
-from toolcall_tracker import Status, ToolCallTracker
-from toolcall_tracker import tools as tools_module
+from toolcall_tracker import Status, ToolCallTracker, _signature
 from toolcall_tracker.runner import ToolRunner
 from toolcall_tracker.tools import (
     Tool,
@@ -210,13 +209,13 @@ async def test_argument_models_are_built_once_per_tool(
 ) -> None:
     with anyio.fail_after(DEADLINE):
         built: list[str] = []
-        real = tools_module.create_model
+        real = _signature.create_model
 
         def counting(name: str, **kwargs: Any) -> Any:
             built.append(name)
             return real(name, **kwargs)
 
-        monkeypatch.setattr(tools_module, "create_model", counting)
+        monkeypatch.setattr(_signature, "create_model", counting)
         runner = ToolRunner([lookup, weather], eager=True)
         assert built == ["lookup_arguments", "weather_arguments"]
         events = [
