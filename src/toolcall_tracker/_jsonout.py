@@ -31,7 +31,7 @@ NaN, +/-infinity              ``null``, as ``JSON.stringify`` does
 ``tuple``, ``set``...         a list (a set in its iteration order)
 non-``str`` dict keys         pydantic's key text (``1`` -> ``"1"``, ``None`` -> ``"None"``)
 pydantic models, dataclasses, as pydantic serialises them (``model_dump(mode="json")``); if that
-dates, enums, ``Decimal``...  fails, like any other object
+dates, enums, ``Decimal``...  fails, a dataclass field by field, anything else like any object
 any other object              ``str(value)``; if ``str`` raises, ``"<TypeName>"``
 a container inside itself     the string ``"<cycle>"`` where it repeats
 nesting past 255 levels       the string ``"<too deep>"`` for the deeper part
@@ -45,6 +45,7 @@ the Python walk below, which applies the same rules.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -214,7 +215,12 @@ def _walk(value: Any, plain: bool, depth: int, active: set[int], delegated: bool
                 value, inf_nan_mode="null", bytes_mode="utf8", fallback=_fallback
             )
         except Exception:  # a cycle, bad bytes or a raising serialiser inside the object
-            pass
+            if dataclasses.is_dataclass(value) and not isinstance(value, type):
+                fields = {
+                    field.name: getattr(value, field.name, None)
+                    for field in dataclasses.fields(value)
+                }
+                return _walk(fields, plain, depth, active, False)
         else:
             return _walk(dumped, plain, depth, active, True)
     text = _fallback(value)
