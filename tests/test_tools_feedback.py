@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
-from collections.abc import Iterator
-from typing import Any
 
 import anyio
 import pytest
@@ -17,6 +15,7 @@ from openai.types.responses import ResponseInputItemParam
 from pydantic import BaseModel, TypeAdapter
 
 from _runner_helpers import call_events, from_list
+from _sdk_types import check_typed
 from conftest import DEADLINE
 from toolcall_tracker import ToolCall, ToolCallTracker
 from toolcall_tracker.feedback import (
@@ -77,20 +76,6 @@ async def finished_calls() -> list[ToolCall]:
 def calls() -> list[ToolCall]:
     # The builders are synchronous; the calls are made once, on one backend.
     return anyio.run(finished_calls)
-
-
-def materialize(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: materialize(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple, Iterator)):
-        return [materialize(item) for item in value]
-    return value
-
-
-def check_typed(annotation: Any, value: Any) -> None:
-    """``value`` validates as ``annotation`` and no key is dropped on the way."""
-    validated = materialize(TypeAdapter(annotation).validate_python(value))
-    assert validated == materialize(value)
 
 
 # -- rendering ------------------------------------------------------------------------------

@@ -22,6 +22,19 @@ signatures, the Responses API's reasoning items) or when chaining with
 Results are sent as JSON text where the provider wants a string (a ``str`` result is sent
 as it is) and as JSON values for Gemini; a failed call is sent as
 ``{"error": {...}}``, the structured error value (``kind``, ``message``...) as JSON.
+
+No builder raises on a value JSON cannot hold; every one applies the same rules
+(``toolcall_tracker._jsonout``, and the README's Reliability section):
+
+- JSON text (results, errors, the OpenAI ``arguments``) is strict JSON: a lone surrogate is
+  written as a ``\\uXXXX`` escape, NaN and infinities as ``null``, integers exactly;
+- plain strings handed to the SDK (ids, names, a ``str`` result, whatever a custom renderer
+  returns) and the strings inside JSON values handed to it (Anthropic's ``input``, Gemini's
+  ``args`` and ``response``) have each lone surrogate replaced with U+FFFD, since the SDKs
+  write requests as raw UTF-8;
+- ``bytes`` are their UTF-8 text (invalid bytes replaced with U+FFFD); pydantic models,
+  dataclasses, dates... as pydantic dumps them; any other object as its ``str`` (or
+  ``"<TypeName>"`` when that raises); a container inside itself as ``"<cycle>"``.
 """
 
 from __future__ import annotations
@@ -29,9 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias
 
-from pydantic import BaseModel
-from pydantic_core import to_json, to_jsonable_python
-
+from ._jsonout import _escape_surrogates, _json_text, _jsonable, _plain_text
 from .calls import Status, ToolCall
 
 __all__ = [
@@ -50,30 +61,49 @@ TextRenderer: TypeAlias = Callable[[Any], str]
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data (pydantic models and dataclasses dumped, dates as
-    ISO strings...); anything else that JSON cannot hold becomes its ``str``."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    return to_jsonable_python(value, fallback=str)
+    """``value`` as plain JSON data that any JSON writer (and so any SDK) accepts; never raises.
+
+    Pydantic models and dataclasses are dumped, dates become ISO strings, sets and tuples
+    lists, ``bytes`` their UTF-8 text (invalid bytes replaced with U+FFFD), NaN and
+    infinities ``None``, lone surrogates U+FFFD, a container inside itself ``"<cycle>"``;
+    any other object becomes its ``str`` (``"<TypeName>"`` when ``str`` raises). An integer
+    too long for Python's ``str`` (``sys.get_int_max_str_digits()``) becomes its digits as a
+    string.
+    """
+    return _jsonable(value)
 
 
 def result_text(result: Any) -> str:
-    """The default rendering of a result: a ``str`` as it is, anything else as JSON text."""
+    """The default rendering of a result: a ``str`` as it is (lone surrogates replaced with
+    U+FFFD), anything else as strict JSON text; never raises.
+
+    NaN and infinities are written as ``null``, a lone surrogate inside the JSON as a
+    ``\\uXXXX`` escape, ``bytes`` as their UTF-8 text (invalid bytes replaced), any object
+    pydantic cannot serialise as its ``str`` (see :func:`jsonable` for the other rules).
+    """
     if isinstance(result, str):
-        return result
-    return to_json(jsonable(result)).decode()
+        return _plain_text(result)
+    return _json_text(result)
 
 
 def error_text(error: Any) -> str:
-    """The default rendering of an error: ``{"error": <the error value as JSON>}``."""
-    return to_json({"error": jsonable(error)}).decode()
+    """The default rendering of an error: ``{"error": <the error value as JSON>}``, strict
+    JSON text by the same rules as :func:`result_text`; never raises."""
+    return _json_text({"error": error})
 
 
 def _reply(call: ToolCall, render_result: TextRenderer, render_error: TextRenderer) -> str:
-    """The text sent back for a finished call: its rendered result, or its rendered error."""
+    """The text sent back for a finished call: its rendered result, or its rendered error,
+    with lone surrogates replaced (the text is handed to the SDK as a plain string)."""
     if call.status is Status.ERROR:
-        return render_error(call.error)
-    return render_result(call.result)
+        return _plain_text(render_error(call.error))
+    return _plain_text(render_result(call.result))
+
+
+def _input(call: ToolCall) -> dict[str, Any]:
+    """A call's parsed arguments as a JSON object for the SDK (``{}`` if they never parsed)."""
+    args = _jsonable(call.args) if isinstance(call.args, dict) else None
+    return args if isinstance(args, dict) else {}
 
 
 def openai_chat_messages(
@@ -108,9 +138,12 @@ def openai_chat_messages(
                 "content": None,
                 "tool_calls": [
                     {
-                        "id": call.id,
+                        "id": _plain_text(call.id),
                         "type": "function",
-                        "function": {"name": call.name, "arguments": call.args_text},
+                        "function": {
+                            "name": _plain_text(call.name),
+                            "arguments": _escape_surrogates(call.args_text),
+                        },
                     }
                     for call in finished
                 ],
@@ -118,7 +151,7 @@ def openai_chat_messages(
         )
     for call in finished:
         content = _reply(call, render_result, render_error)
-        messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+        messages.append({"role": "tool", "tool_call_id": _plain_text(call.id), "content": content})
     return messages
 
 
@@ -146,15 +179,17 @@ def openai_responses_items(
         items.extend(
             {
                 "type": "function_call",
-                "call_id": call.id,
-                "name": call.name,
-                "arguments": call.args_text,
+                "call_id": _plain_text(call.id),
+                "name": _plain_text(call.name),
+                "arguments": _escape_surrogates(call.args_text),
             }
             for call in finished
         )
     for call in finished:
         output = _reply(call, render_result, render_error)
-        items.append({"type": "function_call_output", "call_id": call.id, "output": output})
+        items.append(
+            {"type": "function_call_output", "call_id": _plain_text(call.id), "output": output}
+        )
     return items
 
 
@@ -187,9 +222,9 @@ def anthropic_messages(
                 "content": [
                     {
                         "type": "tool_use",
-                        "id": call.id,
-                        "name": call.name,
-                        "input": call.args if isinstance(call.args, dict) else {},
+                        "id": _plain_text(call.id),
+                        "name": _plain_text(call.name),
+                        "input": _input(call),
                     }
                     for call in finished
                 ],
@@ -201,7 +236,7 @@ def anthropic_messages(
         blocks.append(
             {
                 "type": "tool_result",
-                "tool_use_id": call.id,
+                "tool_use_id": _plain_text(call.id),
                 "content": _reply(call, render_result, render_error),
                 "is_error": failed,
             }
@@ -249,10 +284,7 @@ def gemini_contents(
                 "parts": [
                     {
                         "function_call": _with_id(
-                            call,
-                            include_ids,
-                            name=call.name,
-                            args=jsonable(call.args) if isinstance(call.args, dict) else {},
+                            call, include_ids, name=_plain_text(call.name), args=_input(call)
                         )
                     }
                     for call in finished
@@ -262,18 +294,19 @@ def gemini_contents(
     parts: list[dict[str, Any]] = []
     for call in finished:
         if call.status is Status.ERROR:
-            response = {"error": jsonable(call.error)}
+            response = {"error": _jsonable(call.error)}
         else:
-            response = {"output": jsonable(call.result)}
+            response = {"output": _jsonable(call.result)}
+        name = _plain_text(call.name)
         parts.append(
-            {"function_response": _with_id(call, include_ids, name=call.name, response=response)}
+            {"function_response": _with_id(call, include_ids, name=name, response=response)}
         )
     contents.append({"role": "user", "parts": parts})
     return contents
 
 
 def _with_id(call: ToolCall, include_id: bool, **fields: Any) -> dict[str, Any]:
-    return {"id": call.id, **fields} if include_id else fields
+    return {"id": _plain_text(call.id), **fields} if include_id else fields
 
 
 def _finished(calls: Iterable[ToolCall]) -> list[ToolCall]:

@@ -22,6 +22,13 @@ functions ``openai_chat_tools``, ``openai_responses_tools``, ``anthropic_tools``
         \"\"\"
 
     client.chat.completions.create(..., tools=openai_chat_tools([search, send_mail]))
+
+A tool name is 1 to 64 ASCII letters, digits, ``_`` or ``-``, starting with a letter or
+``_``: the names OpenAI, Anthropic and Gemini all accept, since one list of tools is
+rendered for each of them. The renderers never raise on a description or a default that
+JSON cannot hold (a lone surrogate becomes U+FFFD, NaN ``null``: the rules of
+:mod:`toolcall_tracker.feedback`). The signature and docstring machinery lives in the
+private ``_signature`` module.
 """
 
 from __future__ import annotations
@@ -30,20 +37,12 @@ import copy
 import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import (
-    Annotated,
-    Any,
-    Generic,
-    ParamSpec,
-    TypeAlias,
-    TypeVar,
-    get_args,
-    get_origin,
-    overload,
-)
+from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar, overload
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel
+
+from ._jsonout import _plain_text
+from ._signature import _build_arguments, _is_async_callable, _json_schema, _parse_docstring
 
 __all__ = [
     "Tool",
@@ -59,7 +58,10 @@ __all__ = [
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+"""A tool name every provider accepts (checked with ``fullmatch``): OpenAI and Anthropic
+take ``[a-zA-Z0-9_-]{1,64}``, Gemini also wants a letter or ``_`` first (it would take dots
+and colons too, but the others would not)."""
 
 
 class Tool(Generic[_P, _R]):
@@ -71,8 +73,9 @@ class Tool(Generic[_P, _R]):
 
     Args:
         function: the tool, a sync or async callable.
-        name: the name the model calls it by (default: ``function.__name__``). Providers
-            accept 1-64 letters, digits, ``_`` and ``-``.
+        name: the name the model calls it by (default: ``function.__name__``): 1 to 64
+            ASCII letters, digits, ``_`` or ``-``, starting with a letter or ``_`` (what
+            OpenAI, Anthropic and Gemini all accept).
         description: what the tool does, for the model (default: from the docstring).
         eager: ``True`` to run the tool the moment its call is ready, ``False`` to wait
             until the turn is known to have ended normally, ``None`` (default) to use the
@@ -110,10 +113,11 @@ class Tool(Generic[_P, _R]):
         if isinstance(function, Tool):
             raise TypeError("function is already a Tool; use tool(existing, ...) to change it")
         tool_name = name if name is not None else getattr(function, "__name__", None)
-        if not isinstance(tool_name, str) or not _NAME.match(tool_name):
+        if not isinstance(tool_name, str) or not _NAME.fullmatch(tool_name):
             raise ValueError(
-                f"invalid tool name {tool_name!r}: use 1-64 letters, digits, '_' or '-' "
-                "(pass name=... for lambdas and callables without a usable __name__)"
+                f"invalid tool name {tool_name!r}: use 1 to 64 ASCII letters, digits, '_' or "
+                "'-', starting with a letter or '_' (what OpenAI, Anthropic and Gemini all "
+                "accept; pass name=... for lambdas and callables without a usable __name__)"
             )
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
@@ -131,7 +135,7 @@ class Tool(Generic[_P, _R]):
         self._parameters = parameters
         self._positional = positional
         self._var_keyword = var_keyword
-        self._schema = _clean_schema(model.model_json_schema(by_alias=True, mode="validation"))
+        self._schema = _json_schema(model)
 
     # -- read-only attributes -----------------------------------------------------------
 
@@ -172,7 +176,12 @@ class Tool(Generic[_P, _R]):
 
     @property
     def parameters(self) -> dict[str, Any]:
-        """The JSON Schema of the argument object (a fresh copy on each access)."""
+        """The JSON Schema of the argument object (a fresh copy on each access).
+
+        Plain JSON data by the output rules (``toolcall_tracker.feedback.jsonable``): a
+        default JSON cannot hold is written as those rules say (NaN as ``None``...), one
+        pydantic cannot encode at all is left out, and lone surrogates become U+FFFD.
+        """
         return copy.deepcopy(self._schema)
 
     # -- use ----------------------------------------------------------------------------
@@ -331,7 +340,7 @@ def openai_chat_tools(tools: ToolsInput) -> list[dict[str, Any]]:
     for spec in tools_by_name(tools).values():
         function: dict[str, Any] = {"name": spec.name}
         if spec.description:
-            function["description"] = spec.description
+            function["description"] = _plain_text(spec.description)
         function["parameters"] = spec.parameters
         out.append({"type": "function", "function": function})
     return out
@@ -347,7 +356,7 @@ def openai_responses_tools(tools: ToolsInput) -> list[dict[str, Any]]:
     for spec in tools_by_name(tools).values():
         entry: dict[str, Any] = {"type": "function", "name": spec.name}
         if spec.description:
-            entry["description"] = spec.description
+            entry["description"] = _plain_text(spec.description)
         entry["parameters"] = spec.parameters
         entry["strict"] = False
         out.append(entry)
@@ -363,7 +372,7 @@ def anthropic_tools(tools: ToolsInput) -> list[dict[str, Any]]:
     for spec in tools_by_name(tools).values():
         entry: dict[str, Any] = {"name": spec.name}
         if spec.description:
-            entry["description"] = spec.description
+            entry["description"] = _plain_text(spec.description)
         entry["input_schema"] = spec.parameters
         out.append(entry)
     return out
@@ -380,159 +389,7 @@ def gemini_tools(tools: ToolsInput) -> list[dict[str, Any]]:
     for spec in tools_by_name(tools).values():
         entry: dict[str, Any] = {"name": spec.name}
         if spec.description:
-            entry["description"] = spec.description
+            entry["description"] = _plain_text(spec.description)
         entry["parameters_json_schema"] = spec.parameters
         declarations.append(entry)
     return [{"function_declarations": declarations}]
-
-
-# -- internals ------------------------------------------------------------------------------
-
-
-def _is_async_callable(function: object) -> bool:
-    if inspect.iscoroutinefunction(function):
-        return True
-    call = getattr(function, "__call__", None)  # noqa: B004 (an object with async __call__)
-    return call is not None and inspect.iscoroutinefunction(call)
-
-
-def _build_arguments(
-    function: Callable[..., Any], name: str, docs: Mapping[str, str]
-) -> tuple[type[BaseModel], tuple[str, ...], int, bool]:
-    """The argument model, the parameter names, how many are positional-only, and whether
-    extra keys are passed through as ``**kwargs``.
-
-    Fields are named ``p0``, ``p1``... with the parameter names as aliases, so a parameter
-    called ``schema`` or ``model_config`` cannot clash with pydantic's own attributes.
-    """
-    try:
-        signature = inspect.signature(function, eval_str=True)
-    except NameError:  # a forward reference pydantic may still resolve from the module
-        signature = inspect.signature(function)
-    except ValueError as exc:
-        raise TypeError(f"cannot read the signature of tool {name!r}: {exc}") from None
-    fields: dict[str, Any] = {}
-    names: list[str] = []
-    positional = 0
-    var_keyword = False
-    for parameter in signature.parameters.values():
-        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
-            continue  # *args cannot be filled from an argument object
-        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-            var_keyword = True
-            continue
-        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
-            positional += 1
-        annotation = (
-            Any if parameter.annotation is inspect.Parameter.empty else parameter.annotation
-        )
-        options: dict[str, Any] = {"alias": parameter.name}
-        if parameter.name in docs and not _has_description(annotation):
-            options["description"] = docs[parameter.name]
-        if parameter.default is not inspect.Parameter.empty:
-            options["default"] = parameter.default
-        info = Field(**options)
-        fields[f"p{len(names)}"] = (annotation, info)
-        names.append(parameter.name)
-    config = ConfigDict(extra="allow" if var_keyword else "forbid")
-    module = getattr(function, "__module__", None)
-    try:
-        model: type[BaseModel] = create_model(
-            f"{name}_arguments", __config__=config, __module__=module or __name__, **fields
-        )
-    except Exception as exc:  # pydantic cannot build a schema for an annotation
-        raise TypeError(f"cannot build an argument model for tool {name!r}: {exc}") from exc
-    return model, tuple(names), positional, var_keyword
-
-
-def _has_description(annotation: object) -> bool:
-    if get_origin(annotation) is not Annotated:
-        return False
-    return any(
-        isinstance(meta, FieldInfo) and meta.description is not None
-        for meta in get_args(annotation)[1:]
-    )
-
-
-_SECTION = re.compile(
-    r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Returns?|Yields?|"
-    r"Raises|Examples?|Notes?|Attributes|See Also|Warnings?|Todo)\s*:\s*$"
-)
-_ARG_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args", "Keyword Arguments"}
-_ARG_LINE = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-_REST_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
-_REST_FIELD = re.compile(r"^:\w+")
-
-
-def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """The description (text before the first section) and per-parameter descriptions.
-
-    Understands Google-style sections (``Args:`` with ``name: text`` or
-    ``name (type): text`` entries, continuation lines indented deeper) and reST
-    ``:param name: text`` lines.
-    """
-    if not doc:
-        return "", {}
-    lines = inspect.cleandoc(doc).splitlines()
-    summary: list[str] = []
-    params: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    entry_indent = -1
-    for line in lines:
-        stripped = line.strip()
-        indent = len(line) - len(line.lstrip())
-        header = _SECTION.match(line) if indent == 0 else None
-        if header:
-            section, current, entry_indent = header[1], None, -1
-            continue
-        rest = _REST_PARAM.match(stripped)
-        if rest:
-            section, current = ":param", rest[1]
-            params[current] = rest[2].strip()
-            continue
-        if _REST_FIELD.match(stripped):  # :returns:, :raises X:, :type x: ...
-            section, current = "", None
-            continue
-        if section is None:
-            summary.append(line)
-            continue
-        if section == ":param":
-            if stripped and current is not None and indent > 0:
-                params[current] = f"{params[current]} {stripped}".strip()
-            elif stripped:
-                section, current = "", None
-            continue
-        if section not in _ARG_SECTIONS or not stripped:
-            continue
-        match = _ARG_LINE.match(stripped)
-        if match and (entry_indent < 0 or indent <= entry_indent):
-            entry_indent = indent
-            current = match[1]
-            params[current] = match[2].strip()
-        elif current is not None:
-            params[current] = f"{params[current]} {stripped}".strip()
-    return "\n".join(summary).strip(), params
-
-
-_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})
-
-
-def _clean_schema(schema: Any) -> Any:
-    """Drop pydantic's generated ``title`` keywords (noise for a model), keeping everything
-    else; property names are never mistaken for keywords."""
-    if isinstance(schema, list):
-        return [_clean_schema(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    cleaned: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key == "title" and isinstance(value, str):
-            continue
-        if key in _SCHEMA_MAPS and isinstance(value, dict):
-            cleaned[key] = {name: _clean_schema(sub) for name, sub in value.items()}
-        elif key in ("default", "const", "enum", "examples"):
-            cleaned[key] = value
-        else:
-            cleaned[key] = _clean_schema(value)
-    return cleaned
