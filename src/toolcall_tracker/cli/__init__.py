@@ -1,0 +1,195 @@
+"""The ``toolcall-tracker`` command line: replay and visualise recorded streams.
+
+Commands::
+
+    toolcall-tracker replay FILE [--format FORMAT] [--events] [--json]
+    toolcall-tracker validate FILE... [--format FORMAT]
+
+``replay`` reads a recorded stream, feeds every item through the provider's adapter (or,
+for the ``seed`` format, applies the protocol events directly) into a
+:func:`~toolcall_tracker.tool_call_streaming_state_machine`, and prints a table of the
+calls, how the turn ended and the events the machine ignored (with their reasons).
+``--events`` adds a timeline: one line per tracker event, with the stream item it came
+from and a column per call showing which calls were open at that point. ``--json`` prints
+one JSON document instead, for scripts.
+
+``validate`` replays each file quietly and fails if any call ended in ``error``, the turn
+did not end ok, or any event was ignored: a check for CI.
+
+Input files (``-`` reads standard input) hold one of:
+
+- a server-sent-event transcript as the providers send it (``event:`` / ``data:`` lines,
+  blank lines between events, ``:`` comments); ``data: [DONE]`` ends the stream, as it
+  does for the official clients;
+- JSON Lines, one item per line;
+- a JSON array of items (or a single JSON object, one item).
+
+Every item is a JSON object. ``--format auto`` (the default) recognises the format from
+the items' shapes: ``seed`` (the protocol's own ``start``/``delta``/``ready``/``result``/
+``error``/``end`` events), ``openai-chat`` (Chat Completions chunks), ``openai-responses``
+(Responses API events), ``anthropic`` (Messages stream events), ``gemini``
+(``GenerateContentResponse`` chunks) or ``ai-sdk`` (Vercel AI SDK UI message parts).
+
+A ``seed`` stream that does not end with an ``end`` event ends the turn normally when it
+is exhausted, as :meth:`ToolCallTracker.consume <toolcall_tracker.ToolCallTracker.consume>`
+does; a provider stream ends as its adapter's ``end()`` says.
+
+Input is read as the replay goes, with bounded memory: a line, and the data of one SSE
+event, may be at most 16 MiB of text, a JSON document (array) at most 64 MiB (record longer
+streams as JSON Lines or SSE); a binary file fails on its first 64 KiB. The ``--events``
+rows and the ignored events are kept in a temporary file, not in memory, until the report
+is written at the end.
+
+Exit codes: ``0`` every call succeeded (or is still running) and the turn ended ok
+(``validate``: and nothing was ignored); ``1`` a call failed or the turn did not end ok
+(``replay`` prints its report anyway; ``validate``: or an event was ignored); ``2`` a usage
+error, or an input that cannot be read (missing, not UTF-8 text, not JSON, not a stream of
+JSON objects, an invalid ``seed`` event, a line or document over its limit). Input never
+causes a traceback: problems are reported on standard error in one line naming the file
+and the line or item.
+
+Text taken from the input (ids, names, arguments) is printed with control and other
+non-printable characters escaped, so a hostile stream cannot drive the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from contextlib import closing
+from typing import Final
+
+from .. import __version__
+from ._detect import FORMATS
+from ._input import InputError
+from ._json_out import JsonReport
+from ._render import TextReport, ValidateReport
+from ._replay import replay
+from ._text import clean, write
+
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "FORMATS", "main"]
+
+EXIT_OK: Final = 0
+"""Every call succeeded (or is running) and the turn ended ok."""
+EXIT_FAILED: Final = 1
+"""A call ended in ``error`` or the turn did not end ok (``validate``: or an event was ignored)."""
+EXIT_USAGE: Final = 2
+"""A usage error, or an input that cannot be read."""
+
+_PROG: Final = "toolcall-tracker"
+
+
+def _fail(path: str, message: str) -> None:
+    """Report an unreadable input on standard error, in one line."""
+    write(sys.stderr, f"{_PROG}: error: {clean(path)}: {message}\n")
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    """``replay FILE``: print the report (or the JSON document) of one stream."""
+    path: str = args.file
+    report = JsonReport() if args.json else TextReport()
+    with closing(report):
+        try:
+            done = replay(path, args.format, report, timeline=args.events)
+        except InputError as exc:
+            _fail(path, str(exc))
+            return EXIT_USAGE
+        except MemoryError:
+            _fail(path, "out of memory while replaying the stream")
+            return EXIT_USAGE
+        report.write(done, sys.stdout, events=args.events)
+    return EXIT_OK if done.ok else EXIT_FAILED
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    """``validate FILE...``: one line per file (and per problem); the worst exit code."""
+    worst = EXIT_OK
+    for path in args.files:
+        with closing(ValidateReport()) as report:
+            try:
+                done = replay(path, args.format, report, timeline=False)
+            except InputError as exc:
+                _fail(path, str(exc))
+                worst = EXIT_USAGE
+                continue
+            except MemoryError:
+                _fail(path, "out of memory while replaying the stream")
+                worst = EXIT_USAGE
+                continue
+            if report.write(done, sys.stdout):
+                worst = max(worst, EXIT_FAILED)
+    return worst
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The argument parser of the command line."""
+    parser = argparse.ArgumentParser(
+        prog=_PROG,
+        description="Replay and visualise recorded LLM tool-call streams.",
+        epilog="Exit codes: 0 ok; 1 a call failed or the turn did not end ok (validate: or "
+        "an event was ignored); 2 usage error or unreadable input.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    formats = ["auto", *FORMATS]
+    format_help = "the stream's format (default: auto, recognised from the items)"
+
+    replay = commands.add_parser(
+        "replay",
+        help="replay a recorded stream and print its calls",
+        description="Replay a recorded stream (SSE transcript, JSON Lines or a JSON array) "
+        "through the state machine and print the calls, the turn's end and the ignored "
+        "events.",
+    )
+    replay.add_argument("file", metavar="FILE", help="the recorded stream ('-': stdin)")
+    replay.add_argument("--format", choices=formats, default="auto", help=format_help)
+    replay.add_argument(
+        "--events",
+        action="store_true",
+        help="also print a timeline: each tracker event, its item, and the calls' states",
+    )
+    replay.add_argument("--json", action="store_true", help="print one JSON document instead")
+    replay.set_defaults(handler=_cmd_replay)
+
+    validate = commands.add_parser(
+        "validate",
+        help="fail if a call failed, the turn did not end ok or an event was ignored",
+        description="Replay each stream and exit 1 if any call ended in error, a turn did "
+        "not end ok or any event was ignored (2 if a file cannot be read).",
+    )
+    validate.add_argument("files", metavar="FILE", nargs="+", help="recorded streams")
+    validate.add_argument("--format", choices=formats, default="auto", help=format_help)
+    validate.set_defaults(handler=_cmd_validate)
+    return parser
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit code.
+
+    See the module documentation for the commands and the exit codes. Never raises for
+    bad input or bad arguments: it reports them on standard error and returns 2.
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error (already printed)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except BrokenPipeError:  # e.g. piped into `head`
+        _silence_stdout()
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130

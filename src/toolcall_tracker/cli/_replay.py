@@ -1,0 +1,177 @@
+"""Replaying a stream: items through the adapter (or seed events as they are) into a machine.
+
+:func:`replay` reads the input as it goes and tells an :class:`Observer` about every ignored
+event and (with the timeline on) every applied event, as it happens; it keeps only counts
+and the machine, so its memory is the machine's plus a constant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from ..adapters import (
+    AISDKAdapter,
+    AnthropicAdapter,
+    GeminiAdapter,
+    OpenAIChatAdapter,
+    OpenAIResponsesAdapter,
+)
+from ..calls import Status, ToolCall
+from ..errors import InvalidEvent
+from ..events import End, parse_event
+from ..machine import ToolCallStateMachine, tool_call_streaming_state_machine
+from ..reducer import IgnoreReason
+from ._detect import detect
+from ._input import InputError, Item, open_input, read_items
+from ._text import clean
+from ._timeline import Step, Timeline
+
+_ADAPTERS: Final[dict[str, Callable[[], Any]]] = {
+    "openai-chat": OpenAIChatAdapter,
+    "openai-responses": OpenAIResponsesAdapter,
+    "anthropic": AnthropicAdapter,
+    "gemini": GeminiAdapter,
+    "ai-sdk": AISDKAdapter,
+}
+
+
+class Observer(Protocol):
+    """What a report is told while a stream is replayed."""
+
+    def ignored(self, item: int | None, event: Any, reason: IgnoreReason) -> None:
+        """The machine ignored ``event`` (from ``item``; ``None``: the end) for ``reason``."""
+
+    def step(self, step: Step) -> None:
+        """One applied event's timeline row (only when the timeline is on)."""
+
+
+@dataclass
+class Replay:
+    """What one replay produced: where it came from, counts, and the machine."""
+
+    path: str
+    container: str
+    format: str
+    detected: bool
+    machine: ToolCallStateMachine
+    items: int = 0
+    events: int = 0
+    ignored: int = 0
+    columns: tuple[str, ...] = ()  # the timeline's call columns (ids)
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """The calls, in the order their ``start`` arrived."""
+        return self.machine.list()
+
+    @property
+    def end(self) -> End:
+        """How the turn ended (every replay ends it)."""
+        end = self.machine.end
+        return End(ok=False, reason="the turn never ended") if end is None else end
+
+    @property
+    def failed(self) -> list[ToolCall]:
+        """The calls that ended in ``error``."""
+        return [call for call in self.calls if call.status == Status.ERROR]
+
+    @property
+    def ok(self) -> bool:
+        """No call failed and the turn ended ok."""
+        return self.end.ok and not self.failed
+
+
+def replay(path: str, fmt: str, observer: Observer, *, timeline: bool) -> Replay:
+    """Read ``path`` (``-``: standard input) and replay it through a fresh machine.
+
+    Args:
+        path: the file.
+        fmt: one of :data:`~._detect.FORMATS`, or ``"auto"`` to recognise it.
+        observer: told about ignored events and (``timeline``) every applied event.
+        timeline: whether to follow the calls' statuses for ``observer.step``.
+
+    Raises:
+        InputError: the input cannot be read or replayed (nothing else, for bad input).
+    """
+    with open_input(path) as reader:
+        container, items = read_items(reader)
+        detected = fmt == "auto"
+        if detected:
+            fmt, window = detect(items)
+            items = _chain(window, items)
+        return _run(path, container, fmt, detected, items, observer, timeline)
+
+
+def _chain(window: list[Item], rest: Iterator[Item]) -> Iterator[Item]:
+    """The items of ``window``, dropped as they are yielded, then those of ``rest``."""
+    window.reverse()
+    while window:
+        yield window.pop()
+    yield from rest
+
+
+def _run(
+    path: str,
+    container: str,
+    fmt: str,
+    detected: bool,
+    items: Iterator[Item],
+    observer: Observer,
+    timeline: bool,
+) -> Replay:
+    """Apply every item's events, telling ``observer``; returns the counts and the machine."""
+    just_ignored: list[tuple[Any, IgnoreReason]] = []
+
+    def on_ignored(event: Any, reason: IgnoreReason) -> None:
+        just_ignored.append((event, reason))
+
+    machine = tool_call_streaming_state_machine(on_ignored=on_ignored)
+    result = Replay(path, container, fmt, detected, machine)
+    follower = Timeline(machine) if timeline else None
+
+    def apply(item: Item | None, event: Any) -> None:
+        """Apply one event (a model, or a seed item as it was read) and report it."""
+        number = None if item is None else item.number
+        try:
+            machine.apply(event)
+        except InvalidEvent as exc:
+            where = "at the end of the stream" if item is None else item.where()
+            raise InputError(f"{where}: {clean(str(exc))}") from None
+        result.events += 1
+        ignored: IgnoreReason | None = None
+        if just_ignored:
+            event, ignored = just_ignored[-1]  # the machine hands over the parsed model
+            just_ignored.clear()
+            result.ignored += 1
+            observer.ignored(number, event, ignored)
+        if follower is not None:
+            if isinstance(event, dict):  # a seed item that applied: show it as a model
+                event = parse_event(event) or event
+            observer.step(follower.record(number, event, ignored))
+            result.columns = follower.columns
+
+    if fmt == "seed":
+        for item in items:
+            result.items += 1
+            apply(item, item.value)
+        if machine.end is None:
+            apply(None, End(ok=True, reason="source exhausted"))
+        return result
+
+    adapter = _ADAPTERS[fmt]()
+    for item in items:
+        result.items += 1
+        try:
+            events = adapter.feed(item.value)
+        except Exception as exc:  # adapters never raise on JSON objects; be safe anyway
+            raise InputError(
+                f"{item.where()}: the {fmt} adapter could not read it "
+                f"({type(exc).__name__}: {clean(str(exc))})"
+            ) from None
+        for event in events:
+            apply(item, event)
+    for event in adapter.end():
+        apply(None, event)
+    return result
