@@ -14,49 +14,41 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
+from .._jsonout import _json_text
 from ..calls import ToolCall
 from ..reducer import IgnoreReason
 from ._replay import Replay
 from ._spool import Spool
-from ._text import call_summary, compact_json, describe, jsonable, truncate, write
+from ._text import write
 from ._timeline import Step
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain JSON data by the library's output rules (NaN and infinities are
+    ``null``, odd objects their text; lone surrogates kept, to be written as escapes)."""
+    return json.loads(_json_text(value))
 
 
 def _event_json(event: Any) -> Any:
     """An event as plain JSON (its wire shape), whatever it holds."""
-    try:
-        if isinstance(event, BaseModel):
-            return event.model_dump(mode="json", by_alias=True, warnings=False)
-        return jsonable(event)
-    except (TypeError, ValueError, RecursionError):
-        return {"unserialisable": truncate(compact_json(event), 200)}
+    if isinstance(event, BaseModel):
+        event = event.model_dump(by_alias=True, warnings=False)
+    return _plain(event)
 
 
 def _call_json(call: ToolCall) -> Any:
-    """A call as ``model_dump(mode="json", by_alias=True)``, with a fallback for odd values."""
-    try:
-        return call.model_dump(mode="json", by_alias=True)
-    except (TypeError, ValueError, RecursionError):
-        return {
-            "id": call.id,
-            "name": call.name,
-            "argsText": call.args_text,
-            "status": call.status.value,
-            "unserialisable": truncate(call_summary(call), 200),
-        }
+    """A call in its wire shape (``argsText``), whatever its arguments or result hold."""
+    return _plain(call.model_dump(by_alias=True, warnings=False))
 
 
 def _dumps(value: Any, *, indent: int | None = None) -> str:
-    """Strict, ASCII JSON (raises for what is not JSON)."""
+    """Strict, ASCII JSON of plain data (lone surrogates as ``\\uXXXX`` escapes)."""
     return json.dumps(value, ensure_ascii=True, indent=indent, allow_nan=False)
 
 
 def _entry(entry: dict[str, Any], event: Any) -> str:
-    """One compact entry, with ``event`` as its ``"event"``; in words if it cannot be JSON."""
-    try:
-        return _dumps({**entry, "event": _event_json(event)})
-    except (TypeError, ValueError, RecursionError):  # a value the fallbacks let through
-        return _dumps({**entry, "event": describe(event, {})})
+    """One compact entry, with ``event`` as its ``"event"``."""
+    return _dumps({**entry, "event": _event_json(event)})
 
 
 class JsonReport:
@@ -95,14 +87,7 @@ class JsonReport:
             "calls": [_call_json(call) for call in calls],
             "end": {"ok": end.ok, "reason": end.reason},
         }
-        try:
-            text = _dumps(head, indent=2)
-        except (TypeError, ValueError, RecursionError):  # a value the fallbacks let through
-            head["calls"] = [
-                {**_call_json(call), "args": None, "result": None, "error": call_summary(call)}
-                for call in calls
-            ]
-            text = json.dumps(head, ensure_ascii=True, indent=2, default=str)
+        text = _dumps(head, indent=2)
         write(stream, text[: -len("\n}")])
         _write_list(stream, "ignored", self._ignored)
         if events:
