@@ -183,3 +183,39 @@ def test_writing_a_malformed_event_raises_invalid_event(write: Any, message: str
         write(machine)
     assert machine.list() == []
     assert machine.end is None
+
+
+def test_a_tracker_is_a_sink_and_refuses_writes_once_closed() -> None:
+    import anyio
+
+    from toolcall_tracker import ToolCallTracker, TrackerClosed
+    from toolcall_tracker.adapters import AnthropicAdapter, apply_stream
+
+    async def main() -> None:
+        with anyio.fail_after(10):
+            tracker = ToolCallTracker()
+            start = {"type": "tool_use", "id": "t1", "name": "f", "input": {}}
+            apply_stream(
+                tracker,
+                [
+                    {"type": "content_block_start", "index": 0, "content_block": start},
+                    {"type": "content_block_stop", "index": 0},
+                    {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+                ],
+                AnthropicAdapter(),
+            )
+            call = await tracker.wait_ready("t1")
+            assert call.args == {}
+            assert tracker.machine.get("t1") == call
+            await tracker.aclose()
+            for write in (
+                lambda: tracker.write_result("t1", 1),
+                lambda: tracker.write_start("t2", "f"),
+                lambda: tracker.apply({"type": "error", "id": "t1", "error": "x"}),
+            ):
+                with pytest.raises(TrackerClosed):
+                    write()
+            assert tracker.status("t1") is R
+
+    for backend in ("asyncio", "trio"):
+        anyio.run(main, backend=backend)
