@@ -15,9 +15,11 @@ from pydantic import ValidationError
 from toolcall_tracker import (
     Delta,
     End,
+    Error,
     IgnoreReason,
     InvalidEvent,
     Ready,
+    Result,
     Start,
     ToolCallStateMachine,
     ToolCallTracker,
@@ -364,3 +366,12 @@ def outcome(events: list[dict[str, Any]], wrap: Any) -> tuple[Any, ...]:
 @given(st.lists(MAPPINGS, max_size=6))
 def test_dict_fast_path_agrees_with_general_validation(events: list[dict[str, Any]]) -> None:
     assert outcome(events, dict) == outcome(events, types.MappingProxyType)
+
+
+@pytest.mark.parametrize("model", [Start, Delta, Ready, Result, Error])
+def test_a_model_constructed_with_a_bogus_type_is_an_invalid_event(model: Any) -> None:
+    machine = tool_call_streaming_state_machine()
+    event = model.model_construct(type="bogus", id="a", name="f", args_text_delta="x")
+    with pytest.raises(InvalidEvent, match="bogus"):
+        machine.apply(event)
+    assert machine.list() == []
