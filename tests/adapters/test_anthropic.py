@@ -28,7 +28,6 @@ from toolcall_tracker import (
     tool_call_streaming_state_machine,
 )
 from toolcall_tracker.adapters import adapt
-from toolcall_tracker.adapters._common import _delta
 from toolcall_tracker.adapters.anthropic import (
     AnthropicAdapter,
     AnthropicMalformedEvent,
@@ -405,8 +404,12 @@ def test_mcp_tool_result_with_is_error() -> None:
 # -- hot path --------------------------------------------------------------------------------
 
 
-def test_fast_delta_is_the_model_construct_instance() -> None:
-    fast = _delta("t1", "abc")
+def test_fed_delta_is_the_model_construct_instance() -> None:
+    adapter = AnthropicAdapter()
+    adapter.feed(tool_start(0, "t1", "f"))
+    adapter.feed(json_delta(0, "{"))
+    (fast,) = adapter.feed(json_delta(0, "abc"))  # the hot path: a block already streaming
+    assert type(fast) is Delta
     slow = Delta.model_construct(id="t1", args_text_delta="abc")
     assert fast == slow == Delta(id="t1", argsTextDelta="abc")
     assert fast.__dict__ == slow.__dict__
