@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import tracemalloc
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -367,3 +368,27 @@ def test_calls_waiting_for_a_name_count_against_max_calls(fmt: str) -> None:
     assert sorted(calls) == ["n0", "n1", "n2", "named"]  # n3, n4: not tracked
     assert calls["named"].status.value == "running"
     assert all(calls[i].status.value == "error" for i in ("n0", "n1", "n2"))
+
+
+# -- items that are Mappings but not dicts ---------------------------------------------------
+
+
+def ordered(value: Any) -> Any:
+    """``value`` with every dict, at every depth, turned into an ``OrderedDict``."""
+    if isinstance(value, dict):
+        return OrderedDict((key, ordered(item)) for key, item in value.items())
+    if isinstance(value, list):
+        return [ordered(item) for item in value]
+    return value
+
+
+@pytest.mark.parametrize("fmt", NAMES)
+def test_mapping_items_that_are_not_dicts_are_read_like_dicts(fmt: str) -> None:
+    items = stream_with_long_id(fmt)
+    plain = tool_call_streaming_state_machine(limits=LIMITS)
+    apply_stream(plain, items, FORMATS[fmt].adapter())
+    mapped = tool_call_streaming_state_machine(limits=LIMITS)
+    apply_stream(mapped, [ordered(item) for item in items], FORMATS[fmt].adapter())
+    assert len(mapped.list()) >= 1
+    assert mapped.list() == plain.list()
+    assert mapped.end == plain.end

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeAlias
+
+from pydantic import BaseModel
 
 from ..errors import CallFailure
 from ..limits import Limits
@@ -97,16 +99,30 @@ class OpenAILateArguments(OpenAICallFailure):
 
 
 def _get(obj: Any, key: str, default: Any = None) -> Any:
-    """Field ``key`` of a plain dict or of an SDK object; ``default`` when absent.
+    """Field ``key`` of a mapping (a plain dict, or any other ``Mapping``) or of an SDK
+    object; ``default`` when absent.
 
     This is the one accessor. On the hot path an adapter picks it once per item: an
-    item that is a ``dict`` is read with it all the way down (it copes with any nested
+    item that is a mapping is read with it all the way down (it copes with any nested
     value), an SDK object with the built-in ``getattr`` (which is what this does for
-    non-dicts, minus the call overhead).
+    non-mappings, minus the call overhead).
     """
-    if type(obj) is dict:
+    if type(obj) is dict or _is_mapping(obj):
         return obj.get(key, default)
     return getattr(obj, key, default)
+
+
+_MAPPING_TYPES: dict[type, bool] = {}
+
+
+def _is_mapping(obj: object) -> bool:
+    """Whether ``obj`` is read by key: a ``Mapping`` (``OrderedDict``, a ``MappingProxy``...)
+    that is not a pydantic model (SDK objects are read by attribute)."""
+    kind = type(obj)
+    known = _MAPPING_TYPES.get(kind)
+    if known is None:
+        known = _MAPPING_TYPES[kind] = issubclass(kind, Mapping) and not issubclass(kind, BaseModel)
+    return known
 
 
 _Getter: TypeAlias = Callable[[Any, str, Any], Any]

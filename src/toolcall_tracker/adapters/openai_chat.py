@@ -38,6 +38,7 @@ from ._openai import (
     _Emitter,
     _get,
     _Getter,
+    _is_mapping,
     _logger,
 )
 
@@ -144,8 +145,11 @@ class OpenAIChatAdapter(_Emitter):
         """
         if self._ended:
             return
-        if type(item) is not dict and self._fast_fragment(item):
-            return
+        if type(item) is not dict:
+            if _is_mapping(item):
+                item = dict(item)  # an OrderedDict, say: read as the dict it is
+            elif self._fast_fragment(item):
+                return
         get: _Getter = _get if type(item) is dict else getattr
         choices = get(item, "choices", None)
         if type(choices) is not list:

@@ -35,6 +35,7 @@ from ._openai import (
     _Emitter,
     _get,
     _Getter,
+    _is_mapping,
     _logger,
 )
 
@@ -113,6 +114,8 @@ class OpenAIResponsesAdapter(_Emitter):
         """
         # Only the item's own fields are read here (nested ones go through ``_get``), so a
         # dict item can use ``dict.get`` itself.
+        if type(item) is not dict and _is_mapping(item):
+            item = dict(item)  # an OrderedDict, say: read as the dict it is
         get: _Getter = _dict_get if type(item) is dict else getattr
         kind = get(item, "type", None)
         if self._ended:
