@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from toolcall_tracker import (
     ToolCallTracker,
     tool_call_streaming_state_machine,
 )
-from toolcall_tracker.adapters import adapt
+from toolcall_tracker.adapters import adapt, apply_stream
 from toolcall_tracker.adapters.anthropic import (
     AnthropicAdapter,
     AnthropicMalformedEvent,
@@ -468,3 +469,22 @@ def json_delta(index: int, text: str) -> dict[str, Any]:
 def message_delta(reason: str) -> dict[str, Any]:
     delta = {"stop_reason": reason, "stop_sequence": None}
     return {"type": "message_delta", "delta": delta, "usage": {"output_tokens": 5}}
+
+
+def test_synthetic_ids_are_minted_in_linear_time() -> None:
+    # 8,000 id-less blocks, all at index 0: each takes the next suffix of one base.
+    items: list[Any] = []
+    for _ in range(8_000):
+        block = {"type": "tool_use", "name": "f", "input": {}}
+        items.append({"type": "content_block_start", "index": 0, "content_block": block})
+        items.append({"type": "content_block_stop", "index": 0})
+    items.append(message_delta("tool_use"))
+    machine = tool_call_streaming_state_machine()
+    began = time.perf_counter()
+    apply_stream(machine, items, AnthropicAdapter())
+    elapsed = time.perf_counter() - began
+    ids = [call.id for call in machine.list()]
+    assert ids[:3] == ["anthropic-block-0", "anthropic-block-0-2", "anthropic-block-0-3"]
+    assert ids[-1] == "anthropic-block-0-8000"
+    assert len(set(ids)) == 8_000
+    assert elapsed < 1.5, f"{elapsed:.2f} s for 8,000 synthetic ids"

@@ -103,10 +103,11 @@ class _IdMinter:
     that it stays within the sink's ``Limits.max_id_chars``.
     """
 
-    __slots__ = ("_sep", "_used")
+    __slots__ = ("_next", "_sep", "_used")
 
     def __init__(self, sep: str = "-") -> None:
         self._used: set[str] = set()
+        self._next: dict[str, int] = {}  # per base: the smallest suffix that may be free
         self._sep = sep
 
     def claim(self, call_id: str) -> bool:
@@ -117,14 +118,22 @@ class _IdMinter:
         return True
 
     def mint(self, base: str, max_chars: int) -> str:
-        """A new id derived from ``base`` (see the class docstring), recorded as used."""
+        """A new id derived from ``base`` (see the class docstring), recorded as used.
+
+        Linear over a stream: the next suffix to try is remembered per base, so minting
+        ``n`` ids from one base costs ``O(n)`` in all, not ``O(n**2)``.
+        """
         used = self._used
         candidate = base[:max_chars]
-        suffix = 2
-        while candidate in used:
-            tail = f"{self._sep}{suffix}"
-            candidate = base[: max(0, max_chars - len(tail))] + tail
-            suffix += 1
+        if candidate in used:
+            suffix = self._next.get(base, 2)
+            while True:
+                tail = f"{self._sep}{suffix}"
+                candidate = base[: max(0, max_chars - len(tail))] + tail
+                suffix += 1
+                if candidate not in used:
+                    break
+            self._next[base] = suffix
         used.add(candidate)
         return candidate
 
