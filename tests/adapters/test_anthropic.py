@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -488,3 +489,26 @@ def test_synthetic_ids_are_minted_in_linear_time() -> None:
     assert ids[-1] == "anthropic-block-0-8000"
     assert len(set(ids)) == 8_000
     assert elapsed < 1.5, f"{elapsed:.2f} s for 8,000 synthetic ids"
+
+
+def test_a_fragment_before_its_block_fails_that_call(caplog: pytest.LogCaptureFixture) -> None:
+    items = [
+        json_delta(0, '{"a":1}'),  # before the block at index 0 started
+        tool_start(0, "t1", "f"),
+        json_delta(0, ""),
+        {"type": "content_block_stop", "index": 0},
+        tool_start(1, "t2", "g"),
+        json_delta(1, '{"b":2}'),
+        {"type": "content_block_stop", "index": 1},
+        message_delta("tool_use"),
+        {"type": "message_stop"},
+    ]
+    with caplog.at_level(logging.DEBUG, logger="toolcall_tracker.adapters"):
+        machine = run(items)
+    first, second = machine.list()
+    assert first.status == "error"
+    assert isinstance(first.error, AnthropicMalformedEvent)
+    assert first.error.index == 0
+    assert "before the block started" in first.error.message
+    assert "before its block" in caplog.text
+    assert (second.status, second.args) == ("running", {"b": 2})

@@ -51,6 +51,9 @@ Malformed events never raise and never end the stream; they fail their own call 
   that is taken); a name longer than ``Limits.max_name_chars`` is cut to a name no tool
   can have (``...(cut)``);
 - a tool block reusing an id an earlier block of the stream used: the block is ignored;
+- an ``input_json_delta`` that arrives before its block's ``content_block_start``: the
+  call that then starts at that index fails with an :class:`AnthropicMalformedEvent`
+  (logged at DEBUG), rather than run without that text;
 - a second tool block at an index whose call is still open: the first call fails
   (superseded) and the second starts;
 - an event whose ``index`` names no tool block, or an item that is not an event at all:
@@ -138,6 +141,7 @@ class AnthropicAdapter(SinkAdapter):
 
     __slots__ = (
         "_blocks",
+        "_early",
         "_ended",
         "_ids",
         "_ok_reasons",
@@ -161,6 +165,7 @@ class AnthropicAdapter(SinkAdapter):
         )
         self._ok_reasons = frozenset(ok_stop_reasons)
         self._blocks: dict[int, _Block] = {}
+        self._early: set[int] = set()  # indexes that got argument text before their block
         self._server_calls: set[str] = set()
         self._ids = _IdMinter()
         self._stop_reason: str | None = None
@@ -242,8 +247,20 @@ class AnthropicAdapter(SinkAdapter):
     # -- handlers ---------------------------------------------------------------------
 
     def _on_delta(self, item: Any) -> None:
-        block = self._blocks.get(_get(item, "index"))
+        index = _get(item, "index")
+        block = self._blocks.get(index)
         if block is None or block.closed:
+            if (
+                block is None
+                and not self._ended
+                and type(index) is int
+                and _get(_get(item, "delta"), "type") == "input_json_delta"
+                and len(self._early) < self._limits.max_calls
+            ):
+                # A fragment before its block started: the call that starts there cannot
+                # be trusted (its text would miss this fragment).
+                logger.debug("anthropic: an input_json_delta at index %d before its block", index)
+                self._early.add(index)
             return
         delta = _get(item, "delta")
         if _get(delta, "type") != "input_json_delta":
@@ -296,6 +313,10 @@ class AnthropicAdapter(SinkAdapter):
         if not isinstance(name, str):
             why = f"the tool block has no string name ({_short(name)})"
             self._fail(block, why, "content_block_start", index)
+        elif index in self._early:
+            self._early.discard(index)
+            why = "argument text (input_json_delta) arrived before the block started"
+            self._fail(block, why, "content_block_delta", index)
         else:
             block.input = _get(content, "input")
 
