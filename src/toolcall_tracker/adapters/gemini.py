@@ -113,10 +113,16 @@ def _parse_path(path: Any) -> tuple[_Segment, ...]:
             segments.append(name)
         elif index is not None:
             segments.append(int(index))
-        elif single is not None:
-            segments.append(json.loads('"' + single.replace("\\'", "'").replace('"', '\\"') + '"'))
         else:
-            segments.append(json.loads('"' + double + '"'))
+            quoted = (
+                single.replace("\\'", "'").replace('"', '\\"') if single is not None else double
+            )
+            try:
+                segments.append(json.loads('"' + quoted + '"'))
+            except ValueError:  # a bad escape in a quoted key
+                raise _MalformedArgs(
+                    f"cannot parse json_path {path!r} at offset {pos}: bad quoted key", path
+                ) from None
         pos = match.end()
     return tuple(segments)
 
