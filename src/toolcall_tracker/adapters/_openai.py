@@ -189,6 +189,49 @@ class _TextDigest:
         return hashlib.blake2b(head, digest_size=32).digest() == self._hash.digest()
 
 
+class _JsonEnd:
+    """Tells whether streamed text has completed one JSON object or array, without keeping
+    it: bracket depth, and whether the scan is inside a string (or just after a ``\\``).
+
+    Used only for Chat calls that arrived with neither id nor index, where a repeated name
+    after a complete value can only mean a new call to the same tool.
+    """
+
+    __slots__ = ("_depth", "_escape", "_in_string", "complete", "started")
+
+    def __init__(self) -> None:
+        self._depth = 0
+        self._in_string = False
+        self._escape = False
+        self.started = False
+        self.complete = False
+
+    def add(self, text: str) -> None:
+        """Scan ``text`` after what came before."""
+        if self.complete:
+            return
+        depth, in_string, escape = self._depth, self._in_string, self._escape
+        for char in text:
+            if in_string:
+                if escape:
+                    escape = False
+                elif char == "\\":
+                    escape = True
+                elif char == '"':
+                    in_string = False
+            elif char == '"':
+                in_string = True
+            elif char == "{" or char == "[":
+                depth += 1
+                self.started = True
+            elif char == "}" or char == "]":
+                depth -= 1
+                if depth <= 0 and self.started:
+                    self.complete = True
+                    break
+        self._depth, self._in_string, self._escape = depth, in_string, escape
+
+
 class _Call:
     """The adapter's record of one call.
 
@@ -206,6 +249,7 @@ class _Call:
         "id",
         "name",
         "parts",
+        "scan",
         "size",
         "started",
         "status",
@@ -224,6 +268,7 @@ class _Call:
         self.dropped = False
         self.waiting = False  # counted among the calls waiting for a name
         self.digest = _TextDigest() if digest else None
+        self.scan: _JsonEnd | None = None  # (Chat) set for a call with neither id nor index
 
 
 class _Emitter(SinkAdapter):
@@ -286,6 +331,9 @@ class _Emitter(SinkAdapter):
         call.has_text = True
         size = len(fragment)
         call.size += size
+        scan = call.scan
+        if scan is not None:
+            scan.add(fragment)
         digest = call.digest
         if digest is not None:
             if digest is not self._hashing:

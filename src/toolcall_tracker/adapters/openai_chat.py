@@ -39,6 +39,7 @@ from ._openai import (
     _get,
     _Getter,
     _is_mapping,
+    _JsonEnd,
     _logger,
 )
 
@@ -79,10 +80,14 @@ class OpenAIChatAdapter(_Emitter):
     with the same ``id`` when it carries one (a new ``id`` starts a new call, so servers
     that send ``index: 0`` for every call still work); otherwise to the call with the same
     ``index`` in that choice; otherwise (no ``index`` either) to the latest call of the
-    choice. A fragment without ``id`` that carries a ``function.name`` different from the
-    routed call's name starts a new call instead (servers sending neither ids nor distinct
-    indexes); the same name repeated is ignored. A fragment that routes nowhere and brings
-    nothing (no id, no name, no text) is ignored.
+    choice. Two exceptions: a fragment with a new ``id`` but an empty or missing name, at
+    the ``index`` of a call still pending, continues that call, which keeps its first id
+    (servers that send a fresh id on every fragment); and a fragment without ``id`` that
+    carries a ``function.name`` different from the routed call's name starts a new call
+    (servers sending neither ids nor distinct indexes), as does the same name again when
+    the fragment has neither ``id`` nor ``index`` and the routed call's text is already a
+    complete JSON value (two calls to one tool); otherwise a repeated name is ignored. A
+    fragment that routes nowhere and brings nothing (no id, no name, no text) is ignored.
 
     Ids: the server's ``id`` is the tracker id. A call without one gets
     ``call_<choice>_<n>``, ``n`` being the call's 0-based position among the calls of its
@@ -307,15 +312,30 @@ class OpenAIChatAdapter(_Emitter):
         if call_id is not None:
             call = state.by_id.get(call_id)
             if call is None:
-                call = self._new_call(state, call_id, name)
-                if call is None:
-                    return
-                state.by_id[call_id] = call
+                call = state.by_index.get(index) if index is not None and name is None else None
+                if call is not None and call.status == _PENDING:
+                    # Same index, a new id, no name: a server that sends a fresh id on
+                    # every fragment. A continuation; the call keeps its first id.
+                    _logger.debug("tool call %r: a new id on a continuation fragment", call.id)
+                else:
+                    call = self._new_call(state, call_id, name)
+                    if call is None:
+                        return
+                    state.by_id[call_id] = call
             if index is not None:
                 state.by_index[index] = call
         else:
             call = state.latest if index is None else state.by_index.get(index)
-            if call is None or (name is not None and call.name and name != call.name):
+            if call is None or (
+                name is not None
+                and call.name
+                and (
+                    name != call.name
+                    # The same name again, with neither id nor index, after the call's text
+                    # completed a JSON value: a second call to the same tool.
+                    or (index is None and call.scan is not None and call.scan.complete)
+                )
+            ):
                 if call is None and name is None and not arguments:
                     _logger.debug(
                         "ignored a tool call fragment that routes nowhere: %.200r", fragment
@@ -326,6 +346,8 @@ class OpenAIChatAdapter(_Emitter):
                     return
                 if index is not None:
                     state.by_index[index] = call
+                else:
+                    call.scan = _JsonEnd()
         if not call.started:
             if call.name is None and name is not None:
                 call.name = name
