@@ -512,3 +512,26 @@ def test_a_fragment_before_its_block_fails_that_call(caplog: pytest.LogCaptureFi
     assert "before the block started" in first.error.message
     assert "before its block" in caplog.text
     assert (second.status, second.args) == ("running", {"b": 2})
+
+
+def test_a_whole_call_inside_message_start() -> None:
+    # Programmatic tool calling: the tool_use and the stop_reason are in message_start;
+    # no content-block events, no message_delta.
+    block = {
+        "type": "tool_use",
+        "id": "toolu_015d",
+        "name": "rollDie",
+        "input": {"player": "player2"},
+        "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_01"},
+    }
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": [block],
+               "stop_reason": "tool_use", "stop_sequence": None}  # fmt: skip
+    machine = run([{"type": "message_start", "message": message}, {"type": "message_stop"}])
+    (call,) = machine.list()
+    assert (call.id, call.name, call.status, call.args) == (
+        "toolu_015d",
+        "rollDie",
+        "running",
+        {"player": "player2"},
+    )
+    assert machine.end == End(ok=True, reason="tool_use")

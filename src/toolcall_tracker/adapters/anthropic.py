@@ -28,8 +28,12 @@ How the wire maps to tracker events:
   (``InvalidArguments``); one whose block never closed is failed by the tracker at the
   end (``IncompleteArguments``).
 - An ``error`` event ends the turn not ok (reason ``"error: <type>: <message>"``).
-- ``message_start``, ``ping``, text, thinking and redacted-thinking blocks and every other
-  unknown event or block type are ignored silently.
+- ``message_start`` may carry whole blocks in ``message.content`` (programmatic tool
+  calling sends a ``tool_use`` there, with ``stop_reason`` set in the same message and no
+  content-block events or ``message_delta``): each tool block there becomes a whole call
+  (``start``, its ``input`` as JSON, ``ready``), and its ``stop_reason`` counts.
+- ``ping``, text, thinking and redacted-thinking blocks and every other unknown event or
+  block type are ignored silently.
 
 Server-side tools. ``server_tool_use`` (web search, web fetch, code execution...) and
 ``mcp_tool_use`` blocks are calls Anthropic's servers execute themselves; their results
@@ -217,6 +221,8 @@ class AnthropicAdapter(SinkAdapter):
                 return
             if kind == "content_block_start":
                 self._on_block_start(item)
+            elif kind == "message_start":
+                self._on_message_start(item)
             elif kind == "content_block_stop":
                 self._on_block_stop(item)
             elif kind == "message_delta":
@@ -279,6 +285,21 @@ class AnthropicAdapter(SinkAdapter):
         if block.blank and text.strip(_JSON_WS):
             block.blank = False
         self._sink.write_delta(block.call_id, text)
+
+    def _on_message_start(self, item: Any) -> None:
+        """Blocks that arrive whole inside ``message_start.message.content`` (programmatic
+        tool calling), and a ``stop_reason`` already set there."""
+        message = _get(item, "message")
+        content = _get(message, "content")
+        if isinstance(content, list | tuple):
+            for index, block in enumerate(content):
+                self._on_block_start(
+                    {"type": "content_block_start", "index": index, "content_block": block}
+                )
+                self._on_block_stop({"type": "content_block_stop", "index": index})
+        reason = _get(message, "stop_reason")
+        if isinstance(reason, str):
+            self._stop_reason = reason
 
     def _on_block_start(self, item: Any) -> None:
         index = _get(item, "index")
