@@ -17,6 +17,7 @@ from toolcall_tracker import (
     Delta,
     End,
     Error,
+    Limits,
     Ready,
     Result,
     Start,
@@ -31,6 +32,7 @@ from toolcall_tracker.adapters.ai_sdk import (
     AISDKAdapter,
     AISDKEncoder,
     AISDKInputMismatch,
+    AISDKListener,
     AISDKMalformedPart,
     AISDKToolError,
     encode_ai_sdk,
@@ -357,3 +359,114 @@ async def test_encode_ai_sdk_serves_a_tracker_turn(anyio_backend: str) -> None:
             again, _ = run("".join(body).split("\n\n"))
             assert comparable(again) == comparable(tracker.list())
             assert len(seen) > 0
+
+
+# -- the encoder as a change-feed listener ---------------------------------------------------
+
+
+def listened(events: list[Any], limits: Limits | None = None) -> list[dict[str, Any]]:
+    """The parts an AISDKListener subscribed to a machine makes while ``events`` apply."""
+    machine = tool_call_streaming_state_machine(limits=limits)
+    listener = AISDKListener(machine)
+    machine.subscribe(listener, fragments=True)
+    for event in events:
+        machine.apply(event)
+    return listener.take()
+
+
+@settings(max_examples=200, deadline=None)
+@given(transcripts())
+def test_listener_makes_the_parts_encode_makes(events: list[Any]) -> None:
+    encoder = AISDKEncoder()
+    assert listened(events) == [part for event in events for part in encoder.encode(event)]
+
+
+def test_listener_and_encoder_agree_on_invalid_json_and_abandoned_calls() -> None:
+    events = [
+        Start(id="a", name="f"),
+        Delta(id="a", argsTextDelta='{"x":'),
+        Ready(id="a"),  # invalid JSON: tool-input-error
+        Start(id="b", name="g"),
+        Delta(id="b", argsTextDelta='{"y":1'),
+        End(ok=False, reason="length"),  # b abandoned
+    ]
+    encoder = AISDKEncoder()
+    parts = [part for event in events for part in encoder.encode(event)]
+    assert [p["type"] for p in parts] == [
+        "tool-input-start",
+        "tool-input-delta",
+        "tool-input-error",
+        "tool-input-start",
+        "tool-input-delta",
+        "tool-input-error",
+        "error",
+        "finish",
+    ]
+    assert parts[5]["errorText"] == "the turn ended (length) before the arguments were complete"
+    assert listened(events) == parts
+
+
+def test_listener_works_on_a_tracker_with_on_part() -> None:
+    tracker = ToolCallTracker()
+    seen: list[dict[str, Any]] = []
+    listener = AISDKListener(tracker, on_part=seen.append)
+    tracker.subscribe(listener, fragments=True)
+    for event in TRANSCRIPT:
+        tracker.apply(event)
+    encoder = AISDKEncoder()
+    assert seen == [part for event in TRANSCRIPT for part in encoder.encode(event)]
+    assert listener.take() == []
+
+
+def test_encoder_keeps_no_text_past_the_limit_and_agrees_with_the_tracker() -> None:
+    limits = Limits(max_args_chars=10)
+    events = [
+        Start(id="a", name="f"),
+        Delta(id="a", argsTextDelta='{"s":"'),
+        Delta(id="a", argsTextDelta="0123456789"),  # past the limit: the tracker fails it
+        Delta(id="a", argsTextDelta='"}'),
+        Ready(id="a"),
+        End(ok=True, reason="stop"),
+    ]
+    encoder = AISDKEncoder(limits=limits)
+    parts = [part for event in events for part in encoder.encode(event)]
+    assert [p["type"] for p in parts] == [
+        "tool-input-start",
+        "tool-input-delta",
+        "tool-input-error",
+        "finish",
+    ]
+    assert parts[2]["input"] == ""
+    assert "Limits.max_args_chars" in parts[2]["errorText"]
+    assert listened(events, limits) == parts
+
+
+# -- JSON-typed equality at tool-input-available -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("streamed", "given", "same"),
+    [
+        ('{"a":true}', {"a": 1}, False),  # a boolean never equals a number
+        ('{"a":1}', {"a": True}, False),
+        ('{"a":0}', {"a": False}, False),
+        ('{"a":1}', {"a": 1.0}, True),  # numbers compare by value
+        ('{"a":[1,{"b":null}]}', {"a": [1.0, {"b": None}]}, True),
+        ('{"a":[1,2]}', {"a": [2, 1]}, False),
+        ('{"b":2,"a":"x"}', {"a": "x", "b": 2}, True),  # key order does not matter
+        ('{"a":null}', {"a": 0}, False),
+        ('{"a":"1"}', {"a": 1}, False),
+    ],
+)
+def test_input_is_compared_as_json(streamed: str, given: Any, same: bool) -> None:
+    parts = [
+        {"type": "tool-input-start", "toolCallId": "c", "toolName": "f"},
+        {"type": "tool-input-delta", "toolCallId": "c", "inputTextDelta": streamed},
+        {"type": "tool-input-available", "toolCallId": "c", "toolName": "f", "input": given},
+        {"type": "finish"},
+    ]
+    (call,), _ = run(parts)
+    if same:
+        assert call.status == "running"
+    else:
+        assert isinstance(call.error, AISDKInputMismatch)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -27,8 +29,7 @@ from toolcall_tracker import (
     ToolCallTracker,
     tool_call_streaming_state_machine,
 )
-from toolcall_tracker.adapters import adapt
-from toolcall_tracker.adapters._common import _delta
+from toolcall_tracker.adapters import adapt, apply_stream
 from toolcall_tracker.adapters.anthropic import (
     AnthropicAdapter,
     AnthropicMalformedEvent,
@@ -405,8 +406,12 @@ def test_mcp_tool_result_with_is_error() -> None:
 # -- hot path --------------------------------------------------------------------------------
 
 
-def test_fast_delta_is_the_model_construct_instance() -> None:
-    fast = _delta("t1", "abc")
+def test_fed_delta_is_the_model_construct_instance() -> None:
+    adapter = AnthropicAdapter()
+    adapter.feed(tool_start(0, "t1", "f"))
+    adapter.feed(json_delta(0, "{"))
+    (fast,) = adapter.feed(json_delta(0, "abc"))  # the hot path: a block already streaming
+    assert type(fast) is Delta
     slow = Delta.model_construct(id="t1", args_text_delta="abc")
     assert fast == slow == Delta(id="t1", argsTextDelta="abc")
     assert fast.__dict__ == slow.__dict__
@@ -465,3 +470,68 @@ def json_delta(index: int, text: str) -> dict[str, Any]:
 def message_delta(reason: str) -> dict[str, Any]:
     delta = {"stop_reason": reason, "stop_sequence": None}
     return {"type": "message_delta", "delta": delta, "usage": {"output_tokens": 5}}
+
+
+def test_synthetic_ids_are_minted_in_linear_time() -> None:
+    # 8,000 id-less blocks, all at index 0: each takes the next suffix of one base.
+    items: list[Any] = []
+    for _ in range(8_000):
+        block = {"type": "tool_use", "name": "f", "input": {}}
+        items.append({"type": "content_block_start", "index": 0, "content_block": block})
+        items.append({"type": "content_block_stop", "index": 0})
+    items.append(message_delta("tool_use"))
+    machine = tool_call_streaming_state_machine()
+    began = time.perf_counter()
+    apply_stream(machine, items, AnthropicAdapter())
+    elapsed = time.perf_counter() - began
+    ids = [call.id for call in machine.list()]
+    assert ids[:3] == ["anthropic-block-0", "anthropic-block-0-2", "anthropic-block-0-3"]
+    assert ids[-1] == "anthropic-block-0-8000"
+    assert len(set(ids)) == 8_000
+    assert elapsed < 1.5, f"{elapsed:.2f} s for 8,000 synthetic ids"
+
+
+def test_a_fragment_before_its_block_fails_that_call(caplog: pytest.LogCaptureFixture) -> None:
+    items = [
+        json_delta(0, '{"a":1}'),  # before the block at index 0 started
+        tool_start(0, "t1", "f"),
+        json_delta(0, ""),
+        {"type": "content_block_stop", "index": 0},
+        tool_start(1, "t2", "g"),
+        json_delta(1, '{"b":2}'),
+        {"type": "content_block_stop", "index": 1},
+        message_delta("tool_use"),
+        {"type": "message_stop"},
+    ]
+    with caplog.at_level(logging.DEBUG, logger="toolcall_tracker.adapters"):
+        machine = run(items)
+    first, second = machine.list()
+    assert first.status == "error"
+    assert isinstance(first.error, AnthropicMalformedEvent)
+    assert first.error.index == 0
+    assert "before the block started" in first.error.message
+    assert "before its block" in caplog.text
+    assert (second.status, second.args) == ("running", {"b": 2})
+
+
+def test_a_whole_call_inside_message_start() -> None:
+    # Programmatic tool calling: the tool_use and the stop_reason are in message_start;
+    # no content-block events, no message_delta.
+    block = {
+        "type": "tool_use",
+        "id": "toolu_015d",
+        "name": "rollDie",
+        "input": {"player": "player2"},
+        "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_01"},
+    }
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": [block],
+               "stop_reason": "tool_use", "stop_sequence": None}  # fmt: skip
+    machine = run([{"type": "message_start", "message": message}, {"type": "message_stop"}])
+    (call,) = machine.list()
+    assert (call.id, call.name, call.status, call.args) == (
+        "toolu_015d",
+        "rollDie",
+        "running",
+        {"player": "player2"},
+    )
+    assert machine.end == End(ok=True, reason="tool_use")

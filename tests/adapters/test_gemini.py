@@ -325,3 +325,21 @@ def chunk(parts: list[dict[str, Any]] | None, finish: str | None = None) -> dict
     if finish is not None:
         candidate["finishReason"] = finish
     return {"candidates": [candidate]}
+
+
+def test_a_path_with_a_bad_escape_fails_the_call_instead_of_dropping_the_rest() -> None:
+    partial = [
+        {"jsonPath": "$.to", "stringValue": "bob"},
+        {"jsonPath": "$['am\\qount']", "numberValue": 5},  # \q: not a JSON escape
+        {"jsonPath": "$.confirm", "boolValue": True},
+    ]
+    items = [
+        chunk([fc(name="pay", willContinue=True)]),
+        chunk([fc(partialArgs=partial, willContinue=True)]),
+        chunk([fc()], finish="STOP"),
+    ]
+    (call,), end = run(items)
+    assert call.status == "error"
+    assert isinstance(call.error, GeminiMalformedCall)
+    assert call.error.json_path == "$['am\\qount']"
+    assert end == End(ok=True, reason="STOP")

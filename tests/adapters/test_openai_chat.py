@@ -836,3 +836,62 @@ def test_rechunking_a_transcript_gives_the_same_calls(name: str, data: st.DataOb
     assert {c.id: (c.name, c.args_text) for c in machine.list()} == {
         k: (name_, text or "{}") for k, (_, name_, text) in expected.items()
     }
+
+
+# -- quirks of real OpenAI-compatible servers ------------------------------------------------
+
+
+@SHAPES
+def test_a_new_id_on_every_fragment_at_the_same_index_is_one_call(shape: str) -> None:
+    # OCI behind a LiteLLM proxy: a fresh id on every fragment, index 0, name "".
+    items = [
+        chunk(choice([frag(0, "chatcmpl-tool-first", "get_weather", "")])),
+        chunk(choice([frag(0, "call_b49e", "", '{"city": "')])),
+        chunk(choice([frag(0, "call_ed82", "", 'Paris"}')])),
+        chunk(choice(finish="stop")),
+    ]
+    machine, _ = run(shaped(items, shape))
+    assert summary(machine) == [
+        ("chatcmpl-tool-first", "get_weather", '{"city": "Paris"}', "running")
+    ]
+    assert machine.end is not None
+    assert machine.end.ok
+
+
+@SHAPES
+def test_a_new_id_with_a_name_at_the_same_index_is_still_a_new_call(shape: str) -> None:
+    items = [
+        chunk(choice([frag(0, "a", "f", '{"x":1}')])),
+        chunk(choice([frag(0, "b", "f", '{"x":2}')])),
+        chunk(choice(finish="tool_calls")),
+    ]
+    machine, _ = run(shaped(items, shape))
+    assert summary(machine) == [("a", "f", '{"x":1}', "running"), ("b", "f", '{"x":2}', "running")]
+
+
+def test_the_same_name_after_a_complete_value_without_id_or_index_is_a_new_call() -> None:
+    # Two parallel calls to one tool from a server that sends no id and no index (Gemini's
+    # OpenAI-compatible endpoint: index null, id "").
+    items = [
+        chunk(choice([{"index": None, "id": "", "function": {"name": "w", "arguments": ""}}])),
+        chunk(choice([{"index": None, "id": "", "function": {"arguments": '{"city":'}}])),
+        chunk(choice([{"index": None, "id": "", "function": {"arguments": '"Paris"}'}}])),
+        chunk(choice([{"index": None, "id": "", "function": {"name": "w", "arguments": ""}}])),
+        chunk(choice([{"index": None, "id": "", "function": {"arguments": '{"city":"Rome"}'}}])),
+        chunk(choice(finish="tool_calls")),
+    ]
+    machine, _ = run(items)
+    assert summary(machine) == [
+        ("call_0_0", "w", '{"city":"Paris"}', "running"),
+        ("call_0_1", "w", '{"city":"Rome"}', "running"),
+    ]
+
+
+def test_the_same_name_before_the_value_is_complete_is_not_a_new_call() -> None:
+    items = [
+        chunk(choice([frag(name="w", args='{"s":"} ]')])),  # brackets inside a string
+        chunk(choice([frag(name="w", args='x"}')])),  # repeated name: ignored
+        chunk(choice(finish="tool_calls")),
+    ]
+    machine, _ = run(items)
+    assert summary(machine) == [("call_0_0", "w", '{"s":"} ]x"}', "running")]

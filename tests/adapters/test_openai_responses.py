@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
@@ -302,12 +303,12 @@ async def test_final_arguments_that_disagree_fail_the_call(anyio_backend: str) -
         assert call.status is Status.ERROR
         assert call.error == OpenAIArgumentsMismatch(
             api="responses",
-            streamed='{"location":"Bern","unit":"celsius"}',
+            streamed_chars=len('{"location":"Bern","unit":"celsius"}'),
             final=item.arguments,
             source="response.function_call_arguments.done",
             message=call.error.message,
         )
-        assert call.args_text == call.error.streamed
+        assert call.args_text == '{"location":"Bern","unit":"celsius"}'
         assert "disagree" in call.error.message
         assert tracker.end == End(ok=True, reason="completed")
 
@@ -367,25 +368,28 @@ def test_call_id_is_the_tracker_id_with_fallbacks(shape: str) -> None:
 
 
 @SHAPES
-def test_deltas_route_by_item_id_then_output_index(shape: str) -> None:
+def test_deltas_route_by_item_id_only(shape: str, caplog: pytest.LogCaptureFixture) -> None:
     items = [
         added(fc("fc_a", "call_a", "f"), 0),
         added(fc("fc_b", "call_b", "g"), 1),
         delta("fc_b", '{"b":', 7),  # item_id wins over a wrong output_index
         delta("fc_a", '{"a":1}', 0),
-        delta(None, "2}", 1),  # no item_id: the output_index
-        delta("fc_zzz", "junk", 9),  # routes nowhere (until an item claims it)
+        delta(None, "junk", 1),  # no item_id: ignored, never routed by output_index
+        delta("fc_zzz", "junk", 1),  # never announced: ignored, never routed by output_index
+        delta("fc_b", "2}", 1),
         completed(),
     ]
-    machine, _ = run(shaped(items, shape))
+    with caplog.at_level(logging.DEBUG, logger="toolcall_tracker.adapters.openai"):
+        machine, _ = run(shaped(items, shape))
     assert summary(machine) == [
         ("call_a", "f", '{"a":1}', "running"),
         ("call_b", "g", '{"b":2}', "running"),
     ]
+    assert "unannounced item 'fc_zzz'" in caplog.text
 
 
 @SHAPES
-def test_deltas_before_their_item_wait_for_it(shape: str) -> None:
+def test_deltas_before_their_item_are_ignored_its_final_arguments_count(shape: str) -> None:
     items = [
         delta("fc_a", '{"x"', 0),
         delta("fc_a", ":1}", 0),
@@ -421,7 +425,8 @@ def test_a_final_text_that_disagrees_fails_the_call(shape: str) -> None:
     (call,) = machine.list()
     assert call.status is Status.ERROR
     assert call.error.kind == "arguments_mismatch"
-    assert (call.error.streamed, call.error.final) == ('{"city":"Bern"}', '{"city":"Basel"}')
+    assert (call.error.streamed_chars, call.error.final) == (15, '{"city":"Basel"}')
+    assert call.args_text == '{"city":"Bern"}'
     assert isinstance(call.error, OpenAICallFailure)
     assert not any(isinstance(e, Ready) for e in events)
     assert events[-1] == End(ok=True, reason="completed")

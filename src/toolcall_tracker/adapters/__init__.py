@@ -10,18 +10,25 @@ JSON; no adapter imports a provider SDK.
 - :class:`AnthropicAdapter`: Anthropic Messages stream events.
 - :class:`GeminiAdapter`: google-genai ``GenerateContentResponse`` chunks.
 - :class:`AISDKAdapter`: Vercel AI SDK UI message stream parts; :class:`AISDKEncoder` goes
-  the other way, from tracker events to those parts.
+  the other way, from tracker events to those parts (:class:`AISDKListener`: the same
+  parts from a tracker's change feed).
+
+Every adapter honours the :class:`~toolcall_tracker.Limits` of the machine or tracker it
+writes into (``feed`` / ``end``: its own ``limits=``): ids and names past the limits fail
+or re-id only their own call, and no adapter keeps argument text beyond them.
 """
 
 from ._base import AdaptedStream, Adapter, AdapterEvent, adapt, apply_stream
-from .ai_sdk import AISDKAdapter, AISDKEncoder, encode_ai_sdk
+from .ai_sdk import AISDKAdapter, AISDKEncoder, AISDKListener, encode_ai_sdk
 from .anthropic import AnthropicAdapter
 from .gemini import GeminiAdapter
-from .openai import OpenAIChatAdapter, OpenAIResponsesAdapter
+from .openai_chat import OpenAIChatAdapter
+from .openai_responses import OpenAIResponsesAdapter
 
 __all__ = [
     "AISDKAdapter",
     "AISDKEncoder",
+    "AISDKListener",
     "AdaptedStream",
     "Adapter",
     "AdapterEvent",

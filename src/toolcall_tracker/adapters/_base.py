@@ -234,33 +234,3 @@ def apply_stream(sink: EventSink, items: Iterable[Any], adapter: Adapter[Any]) -
             apply(event)
     for event in adapter.end():
         apply(event)
-
-
-class _FastLane(SinkAdapter):
-    """TRANSITIONAL: adapters whose translation still returns event lists."""
-
-    _lane: Any = None
-
-    def __init__(self) -> None:
-        SinkAdapter.__init__(self)
-
-    def _translate(self, item: Any) -> None:
-        apply = self._sink.apply
-        for event in self._feed_events(item):
-            apply(event)
-
-    def _finish_stream(self) -> None:
-        apply = self._sink.apply
-        for event in self._end_events():
-            apply(event)
-
-    def _feed_events(self, item: Any) -> list[AdapterEvent]:
-        raise NotImplementedError
-
-    def _end_events(self) -> list[AdapterEvent]:
-        raise NotImplementedError
-
-    def _one_delta(self, call_id: str, text: str) -> list[AdapterEvent]:
-        from ._common import _delta
-
-        return [_delta(call_id, text)]

@@ -1,4 +1,4 @@
-"""Helpers shared by the Anthropic, Gemini and AI SDK adapters (private).
+"""Helpers shared by the adapters (private).
 
 - :func:`_get`: read one field of a provider item that is either the official SDK's typed
   object (an attribute) or the plain dict decoded from the provider's JSON (a key, in
@@ -6,10 +6,8 @@
 - :class:`_IdMinter`: remembers the call ids a stream has used and synthesises stable,
   unique ids for calls that arrive without one.
 - :func:`_json_text`: compact JSON text for an argument object that arrived whole.
-- Event constructors (:func:`_delta` is the hot path, one per streamed fragment): each
-  builds exactly the instance ``model_construct`` builds (same ``__dict__``, same
-  fields-set, equal and hashing alike), several times faster, through the core's
-  ``events._construct``. The adapters check the values first.
+- :func:`_usable_id` and :func:`_tool_name`: provider ids and names checked against the
+  limits of the sink the adapter writes into.
 """
 
 from __future__ import annotations
@@ -22,9 +20,6 @@ from typing import Any, Final, TypeGuard
 from pydantic import BaseModel
 
 from .._support import bounded_repr as _bounded_repr
-from .._support import construct as _construct
-from ..events import Delta, End, Error, Ready, Result, Start
-from ..limits import DEFAULT_LIMITS
 
 logger: Final = logging.getLogger("toolcall_tracker.adapters")
 """Adapters log the provider items they ignore as malformed here, at DEBUG."""
@@ -75,15 +70,26 @@ def _json_text(value: Any) -> str | None:
         return None
 
 
-_MAX_ID: Final = DEFAULT_LIMITS.max_id_chars
+def _usable_id(value: Any, max_chars: int) -> TypeGuard[str]:
+    """Whether a provider-given call id can be the tracker id: a non-empty ``str`` of at
+    most ``max_chars`` characters (the sink's ``Limits.max_id_chars``). Adapters treat any
+    other id as missing (they synthesise one, or ignore the item where the id is all that
+    routes it), so a hostile id fails nothing but its own call and never makes the tracker
+    raise mid-stream."""
+    return type(value) is str and 0 < len(value) <= max_chars
 
 
-def _usable_id(value: Any) -> TypeGuard[str]:
-    """Whether a provider-given call id can be the tracker id: a non-empty ``str`` within
-    the default ``Limits.max_id_chars``. Adapters treat any other id as missing (they
-    synthesise one, or ignore the item where the id is all that routes it), so a hostile
-    id fails nothing but its own call and never makes the tracker raise mid-stream."""
-    return type(value) is str and 0 < len(value) <= _MAX_ID
+_CUT: Final = "...(cut)"
+
+
+def _tool_name(name: str, max_chars: int) -> str:
+    """``name``, or, when it is longer than ``max_chars`` (``Limits.max_name_chars``), its
+    start followed by ``...(cut)``: a name no tool can have, so the call is kept (and fails
+    when it is looked up) instead of making the tracker raise."""
+    if len(name) <= max_chars:
+        return name
+    keep = max_chars - len(_CUT)
+    return name[:keep] + _CUT if keep > 0 else _CUT[:max_chars]
 
 
 class _IdMinter:
@@ -91,14 +97,18 @@ class _IdMinter:
 
     Rule: the synthetic id is the base the adapter derives from the call's position in
     the stream (documented per adapter); if a call of this stream already uses that id,
-    ``-2``, ``-3``, ... is appended, the smallest suffix still free. Replaying the same
-    stream therefore gives the same ids, and an id is never handed out twice.
+    ``<sep>2``, ``<sep>3``, ... is appended (``sep`` is ``-`` unless given), the smallest
+    suffix still free. Replaying the same stream therefore gives the same ids, and an id
+    is never handed out twice. An id longer than ``max_chars`` is cut (its suffix kept) so
+    that it stays within the sink's ``Limits.max_id_chars``.
     """
 
-    __slots__ = ("_used",)
+    __slots__ = ("_next", "_sep", "_used")
 
-    def __init__(self) -> None:
+    def __init__(self, sep: str = "-") -> None:
         self._used: set[str] = set()
+        self._next: dict[str, int] = {}  # per base: the smallest suffix that may be free
+        self._sep = sep
 
     def claim(self, call_id: str) -> bool:
         """Record a provider-given id; ``False`` if this stream already used it."""
@@ -107,48 +117,25 @@ class _IdMinter:
         self._used.add(call_id)
         return True
 
-    def mint(self, base: str) -> str:
-        """A new id derived from ``base`` (see the class docstring), recorded as used."""
-        candidate = base
-        suffix = 2
-        while candidate in self._used:
-            candidate = f"{base}-{suffix}"
-            suffix += 1
-        self._used.add(candidate)
+    def mint(self, base: str, max_chars: int) -> str:
+        """A new id derived from ``base`` (see the class docstring), recorded as used.
+
+        Linear over a stream: the next suffix to try is remembered per base, so minting
+        ``n`` ids from one base costs ``O(n)`` in all, not ``O(n**2)``.
+        """
+        used = self._used
+        candidate = base[:max_chars]
+        if candidate in used:
+            suffix = self._next.get(base, 2)
+            while True:
+                tail = f"{self._sep}{suffix}"
+                candidate = base[: max(0, max_chars - len(tail))] + tail
+                suffix += 1
+                if candidate not in used:
+                    break
+            self._next[base] = suffix
+        used.add(candidate)
         return candidate
-
-
-def _delta(call_id: str, text: str) -> Delta:
-    """``Delta.model_construct(id=call_id, args_text_delta=text)``, fast (hot path)."""
-    return _construct(
-        Delta, {"type": "delta", "id": call_id, "args_text_delta": text}, {"id", "args_text_delta"}
-    )
-
-
-def _start(call_id: str, name: str) -> Start:
-    if len(name) > _MAX_NAME:  # hostile: keep the call, with a name no tool can have
-        name = name[: _MAX_NAME - len(_CUT)] + _CUT
-    return _construct(Start, {"type": "start", "id": call_id, "name": name}, {"id", "name"})
-
-
-_MAX_NAME: Final = DEFAULT_LIMITS.max_name_chars
-_CUT: Final = "...(cut)"
-
-
-def _ready(call_id: str) -> Ready:
-    return _construct(Ready, {"type": "ready", "id": call_id}, {"id"})
-
-
-def _error(call_id: str, error: Any) -> Error:
-    return _construct(Error, {"type": "error", "id": call_id, "error": error}, {"id", "error"})
-
-
-def _result(call_id: str, value: Any) -> Result:
-    return _construct(Result, {"type": "result", "id": call_id, "result": value}, {"id", "result"})
-
-
-def _end(ok: bool, reason: str | None) -> End:
-    return _construct(End, {"type": "end", "reason": reason, "ok": ok}, {"ok", "reason"})
 
 
 def _short(value: object, limit: int = 80) -> str:

@@ -60,25 +60,30 @@ and :data:`UI_MESSAGE_STREAM_HEADERS` are the response headers ``useChat`` expec
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, Literal
-
-from pydantic_core import to_json
 
 from .._json import _ArgumentsError, parse_json
 from ..errors import CallFailure
-from ..events import Delta, End, Error, EventInput, Ready, Result, Start, parse_event
-from ._base import AdapterEvent, _FastLane
+from ..limits import Limits
+from ._ai_sdk_encoder import (
+    _FINISHED,
+    _READY,
+    _STREAMING,
+    SSE_DONE,
+    UI_MESSAGE_STREAM_HEADERS,
+    AISDKEncoder,
+    AISDKListener,
+    _Text,
+    encode_ai_sdk,
+    to_sse,
+)
+from ._base import SinkAdapter
 from ._common import (
-    _delta,
-    _end,
-    _error,
     _get,
     _json_text,
-    _ready,
-    _result,
     _short,
-    _start,
+    _tool_name,
     _usable_id,
     logger,
 )
@@ -86,6 +91,7 @@ from ._common import (
 __all__ = [
     "AISDKAdapter",
     "AISDKEncoder",
+    "AISDKListener",
     "AISDKInputMismatch",
     "AISDKMalformedPart",
     "AISDKToolError",
@@ -94,18 +100,6 @@ __all__ = [
     "encode_ai_sdk",
     "to_sse",
 ]
-
-UI_MESSAGE_STREAM_HEADERS: Final[Mapping[str, str]] = {
-    "content-type": "text/event-stream",
-    "cache-control": "no-cache",
-    "connection": "keep-alive",
-    "x-vercel-ai-ui-message-stream": "v1",
-    "x-accel-buffering": "no",
-}
-"""The HTTP response headers of a UI message stream (as the AI SDK's own server sends)."""
-
-SSE_DONE: Final = "data: [DONE]\n\n"
-"""The line that ends a UI message stream."""
 
 _OK_FINISH_REASONS: Final = frozenset({"stop", "tool-calls"})
 
@@ -138,16 +132,15 @@ class AISDKMalformedPart(CallFailure):
     part_type: str
 
 
-_STREAMING, _READY, _FINISHED = 0, 1, 2
 _MISSING: Any = object()
 
 
 class _Call:
-    __slots__ = ("name", "parts", "state")
+    __slots__ = ("name", "state", "text")
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.parts: list[str] = []
+        self.text = _Text()
         self.state = _STREAMING
 
 
@@ -162,106 +155,123 @@ def _decode_text(item: str | bytes) -> Any:
     return json.loads(text)
 
 
-class AISDKAdapter(_FastLane):
+class AISDKAdapter(SinkAdapter):
     """Translate AI SDK UI message stream parts into tracker events (see the module doc).
 
     An item is a part as a dict, or a ``data: {...}`` line / JSON text of one. One adapter
     per stream (a multi-step stream is one turn: it ends at ``finish``).
+
+    Limits (those of the sink written into): a ``toolCallId`` longer than
+    ``Limits.max_id_chars`` routes nothing (its parts are ignored and logged), a
+    ``toolName`` longer than ``max_name_chars`` is cut to a name no tool can have
+    (``...(cut)``). The streamed text of a call is kept, for the ``tool-input-available``
+    check, only up to ``max_args_chars`` characters: past that the sink has failed the
+    call (``ArgumentsTooLarge``) and the text is released.
+
+    Args:
+        limits: the limits to honour through ``feed`` / ``end`` (written into a machine
+            or tracker, the adapter honours that machine's limits instead).
     """
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, limits: Limits | None = None) -> None:
+        super().__init__(limits=limits)
         self._calls: dict[str, _Call] = {}
         self._ended = False
 
-    def _feed_events(self, item: Any) -> list[AdapterEvent]:
-        """The tracker events one part implies (possibly none). Never raises."""
+    def _translate(self, item: Any) -> None:
+        """Write the events one part implies (possibly none). Never raises."""
         try:
             if isinstance(item, str | bytes):
                 item = _decode_text(item)
             kind = _get(item, "type")
             if kind == "tool-input-delta":
-                return self._on_delta(item)
+                self._on_delta(item)
+                return
             if not isinstance(kind, str) or not kind.startswith(
                 ("tool-", "finish", "error", "abort")
             ):
-                return []
+                return
             if kind.startswith("tool-output-"):
-                return self._on_output(item, kind)
+                self._on_output(item, kind)
+                return
             if self._ended:
-                return []
+                return
             if kind == "tool-input-start":
-                return self._on_start(item)
-            if kind == "tool-input-available":
-                return self._on_available(item)
-            if kind == "tool-input-error":
-                return self._on_input_error(item)
-            if kind == "finish":
+                self._on_start(item)
+            elif kind == "tool-input-available":
+                self._on_available(item)
+            elif kind == "tool-input-error":
+                self._on_input_error(item)
+            elif kind == "finish":
                 reason = _get(item, "finishReason")
                 if isinstance(reason, str):
-                    return self._finish(reason in _OK_FINISH_REASONS, reason)
-                return self._finish(True, "finish")
-            if kind == "error":
+                    self._finish(reason in _OK_FINISH_REASONS, reason)
+                else:
+                    self._finish(True, "finish")
+            elif kind == "error":
                 text = _get(item, "errorText")
-                return self._finish(False, text if isinstance(text, str) and text else "error")
-            if kind == "abort":
-                return self._finish(False, "abort")
+                self._finish(False, text if isinstance(text, str) and text else "error")
+            elif kind == "abort":
+                self._finish(False, "abort")
         except Exception:
-            logger.debug("ai_sdk: ignored a part that could not be read: %r", item, exc_info=True)
-        return []
+            logger.debug(
+                "ai_sdk: ignored a part that could not be read: %.200r", item, exc_info=True
+            )
 
-    def _end_events(self) -> list[AdapterEvent]:
+    def _finish_stream(self) -> None:
         """The end of the stream: ``End(ok=False)`` unless a finish/error/abort part came."""
-        if self._ended:
-            return []
-        return self._finish(False, "stream ended without a finish part")
+        if not self._ended:
+            self._finish(False, "stream ended without a finish part")
 
     # -- handlers ---------------------------------------------------------------------
 
-    def _on_delta(self, item: Any) -> list[AdapterEvent]:
+    def _on_delta(self, item: Any) -> None:
         call_id = _get(item, "toolCallId")
         call = self._calls.get(call_id) if isinstance(call_id, str) else None
         if call is None or call.state != _STREAMING or self._ended:
-            return []
+            return
         text = _get(item, "inputTextDelta")
         if not isinstance(text, str):
             why = f"inputTextDelta must be a string, got {_short(text)}"
-            return self._fail(call_id, call, "tool-input-delta", why)
+            self._fail(call_id, call, "tool-input-delta", why)
+            return
         if not text:
-            return []
-        call.parts.append(text)
-        return self._one_delta(call_id, text)
+            return
+        self._sink.write_delta(call_id, text)
+        if not call.text.add(text, self._limits.max_args_chars):
+            call.state = _FINISHED  # the sink failed it (ArgumentsTooLarge)
 
-    def _on_start(self, item: Any) -> list[AdapterEvent]:
+    def _on_start(self, item: Any) -> None:
         call_id = _get(item, "toolCallId")
-        if not _usable_id(call_id):
+        if not _usable_id(call_id, self._limits.max_id_chars):
             logger.debug("ai_sdk: ignored a tool-input-start without a usable toolCallId")
-            return []
+            return
         if call_id in self._calls:
-            return []
-        return self._begin(call_id, _get(item, "toolName"), "tool-input-start")[1]
+            return
+        self._begin(call_id, _get(item, "toolName"), "tool-input-start")
 
-    def _begin(self, call_id: str, name: Any, part_type: str) -> tuple[_Call, list[AdapterEvent]]:
+    def _begin(self, call_id: str, name: Any, part_type: str) -> _Call:
         call = self._calls[call_id] = _Call(name if isinstance(name, str) else "")
-        events: list[AdapterEvent] = [_start(call_id, call.name)]
+        self._sink.write_start(call_id, _tool_name(call.name, self._limits.max_name_chars))
         if not isinstance(name, str):
-            events += self._fail(call_id, call, part_type, f"toolName is {_short(name)}")
-        return call, events
+            self._fail(call_id, call, part_type, f"toolName is {_short(name)}")
+        return call
 
-    def _on_available(self, item: Any) -> list[AdapterEvent]:
+    def _on_available(self, item: Any) -> None:
         call_id = _get(item, "toolCallId")
-        if not _usable_id(call_id):
+        if not _usable_id(call_id, self._limits.max_id_chars):
             logger.debug("ai_sdk: ignored a tool-input-available without a usable toolCallId")
-            return []
-        events: list[AdapterEvent] = []
+            return
         call = self._calls.get(call_id)
         if call is None:
-            call, events = self._begin(call_id, _get(item, "toolName"), "tool-input-available")
+            call = self._begin(call_id, _get(item, "toolName"), "tool-input-available")
         if call.state != _STREAMING:
-            return events
+            return
         given = item.get("input", _MISSING) if isinstance(item, Mapping) else _MISSING
-        streamed = "".join(call.parts)
-        if streamed.strip(" \t\n\r"):
+        sink = self._sink
+        if not call.text.blank:
+            streamed = call.text.text()
+            call.text = _Text()  # released: nothing reads it again
             if given is not _MISSING and not _same_json(streamed, given):
                 call.state = _FINISHED
                 failure = AISDKInputMismatch(
@@ -269,67 +279,97 @@ class AISDKAdapter(_FastLane):
                     f"input ({_short(given)}) the streamed text does not parse to",
                     input=given,
                 )
-                return [*events, _error(call_id, failure)]
+                sink.write_error(call_id, failure)
+                return
             call.state = _READY
-            return [*events, _ready(call_id)]
+            sink.write_ready(call_id)
+            return
         text = "{}" if given is _MISSING or given is None else _json_text(given)
         if text is None:
             why = f"input cannot be written as JSON: {_short(given)}"
-            return events + self._fail(call_id, call, "tool-input-available", why)
+            self._fail(call_id, call, "tool-input-available", why)
+            return
         call.state = _READY
-        return [*events, _delta(call_id, text), _ready(call_id)]
+        sink.write_delta(call_id, text)
+        sink.write_ready(call_id)
 
-    def _on_input_error(self, item: Any) -> list[AdapterEvent]:
+    def _on_input_error(self, item: Any) -> None:
         call_id = _get(item, "toolCallId")
-        if not isinstance(call_id, str) or not call_id:
-            return []
-        events: list[AdapterEvent] = []
+        if not _usable_id(call_id, self._limits.max_id_chars):
+            return
         call = self._calls.get(call_id)
         if call is None:
-            call, events = self._begin(call_id, _get(item, "toolName"), "tool-input-error")
+            call = self._begin(call_id, _get(item, "toolName"), "tool-input-error")
         if call.state == _FINISHED:
-            return events
+            return
         call.state = _FINISHED
-        return [*events, _error(call_id, _tool_error(item, "tool-input-error"))]
+        self._sink.write_error(call_id, _tool_error(item, "tool-input-error"))
 
-    def _on_output(self, item: Any, kind: str) -> list[AdapterEvent]:
+    def _on_output(self, item: Any, kind: str) -> None:
         call_id = _get(item, "toolCallId")
-        if not isinstance(call_id, str) or not call_id:
-            return []
+        if not _usable_id(call_id, self._limits.max_id_chars):
+            return
         call = self._calls.get(call_id)
         if call is not None and call.state == _FINISHED:
-            return []
+            return
         if kind == "tool-output-available":
             if _get(item, "preliminary") is True:
-                return []
+                return
             if call is not None:
                 call.state = _FINISHED
-            return [_result(call_id, _get(item, "output"))]
-        if kind in ("tool-output-error", "tool-output-denied"):
+            self._sink.write_result(call_id, _get(item, "output"))
+        elif kind in ("tool-output-error", "tool-output-denied"):
             if call is not None:
                 call.state = _FINISHED
-            return [_error(call_id, _tool_error(item, kind))]
-        return []
+            self._sink.write_error(call_id, _tool_error(item, kind))
 
-    def _finish(self, ok: bool, reason: str) -> list[AdapterEvent]:
+    def _finish(self, ok: bool, reason: str) -> None:
         self._ended = True
-        return [_end(ok, reason)]
+        self._sink.write_end(ok, reason)
 
-    def _fail(self, call_id: str, call: _Call, part_type: str, why: str) -> list[AdapterEvent]:
+    def _fail(self, call_id: str, call: _Call, part_type: str, why: str) -> None:
         call.state = _FINISHED
+        call.text = _Text()
         failure = AISDKMalformedPart(
             message=f"call {call_id!r} ({call.name}): malformed {part_type}: {why}",
             part_type=part_type,
         )
-        return [_error(call_id, failure)]
+        self._sink.write_error(call_id, failure)
 
 
 def _same_json(text: str, value: Any) -> bool:
+    """Whether ``text`` parses to ``value``, compared as JSON values (see :func:`_json_equal`)."""
     try:
         parsed = parse_json(text)
     except _ArgumentsError:
         return False
-    return bool(parsed == value)
+    try:
+        return _json_equal(parsed, value)
+    except RecursionError:
+        return False
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """JSON-typed equality: a boolean never equals a number (``true != 1``), numbers compare
+    by value (``1 == 1.0``), objects by keys and values, arrays (lists or tuples) item by
+    item, in order."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return bool(a == b)
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, Mapping):
+        if not isinstance(b, Mapping) or len(a) != len(b):
+            return False
+        return all(key in b and _json_equal(value, b[key]) for key, value in a.items())
+    if isinstance(a, list | tuple):
+        if not isinstance(b, list | tuple) or len(a) != len(b):
+            return False
+        return all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def _tool_error(item: Any, kind: str) -> AISDKToolError:
@@ -337,193 +377,3 @@ def _tool_error(item: Any, kind: str) -> AISDKToolError:
     if not isinstance(text, str) or not text:
         text = "the tool call was denied" if kind == "tool-output-denied" else f"{kind}"
     return AISDKToolError(message=text, part_type=kind, input=_get(item, "input"))
-
-
-# -- writing ---------------------------------------------------------------------------
-
-
-def to_sse(part: Mapping[str, Any]) -> str:
-    """Frame one part as a server-sent event: ``data: {json}`` and a blank line.
-
-    The JSON is compact; values pydantic can serialise (models, dataclasses, dates...)
-    are accepted in ``input`` and ``output``.
-    """
-    return "data: " + to_json(part).decode() + "\n\n"
-
-
-class _Encoded:
-    __slots__ = ("name", "parts", "state")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.parts: list[str] = []
-        self.state = _STREAMING
-
-
-def _error_text(error: Any) -> str:
-    message = getattr(error, "message", None)
-    if isinstance(message, str) and message:
-        return message
-    if isinstance(error, str):
-        return error
-    try:
-        return to_json(error).decode()
-    except Exception:
-        return _short(error, 500)
-
-
-class AISDKEncoder:
-    """Turn tracker events into AI SDK UI message stream parts (see the module doc).
-
-    Keep one encoder per response stream and pass it every event you apply to the
-    tracker, in the same order::
-
-        encoder = AISDKEncoder()
-        for part in encoder.start():
-            yield to_sse(part)
-        ...
-        tracker.apply(event)
-        for part in encoder.encode(event):
-            yield to_sse(part)
-        ...
-        yield SSE_DONE
-
-    The parts carry only the fields the AI SDK's schema defines, so strict clients accept
-    them.
-    """
-
-    __slots__ = ("_calls", "_ended")
-
-    def __init__(self) -> None:
-        self._calls: dict[str, _Encoded] = {}
-        self._ended = False
-
-    def start(self, message_id: str | None = None) -> list[dict[str, Any]]:
-        """The parts that open the assistant message: ``{"type": "start"}``.
-
-        ``message_id``, if given, becomes the message's ``messageId`` in the client.
-        """
-        part: dict[str, Any] = {"type": "start"}
-        if message_id is not None:
-            part["messageId"] = message_id
-        return [part]
-
-    def encode(self, event: EventInput) -> list[dict[str, Any]]:
-        """The parts one tracker event implies (possibly none).
-
-        Raises:
-            InvalidEvent: ``event`` is malformed (as ``tracker.apply`` would raise).
-        """
-        model = parse_event(event)
-        if model is None:
-            return []
-        if isinstance(model, Delta):
-            call = self._calls.get(model.id)
-            if call is None or call.state != _STREAMING or self._ended:
-                return []
-            call.parts.append(model.args_text_delta)
-            return [
-                {
-                    "type": "tool-input-delta",
-                    "toolCallId": model.id,
-                    "inputTextDelta": model.args_text_delta,
-                }
-            ]
-        if isinstance(model, Start):
-            if model.id in self._calls or self._ended:
-                return []
-            self._calls[model.id] = _Encoded(model.name)
-            return [{"type": "tool-input-start", "toolCallId": model.id, "toolName": model.name}]
-        if isinstance(model, Ready):
-            return self._ready(model.id)
-        if isinstance(model, Result):
-            call = self._calls.get(model.id)
-            if call is None or call.state != _READY:
-                return []
-            call.state = _FINISHED
-            return [
-                {"type": "tool-output-available", "toolCallId": model.id, "output": model.result}
-            ]
-        if isinstance(model, Error):
-            return self._error(model.id, _error_text(model.error))
-        return self._end(model)
-
-    def encode_sse(self, event: EventInput) -> str:
-        """:meth:`encode`, framed: the ``data:`` lines of the parts (``""`` for none)."""
-        return "".join(to_sse(part) for part in self.encode(event))
-
-    def _ready(self, call_id: str) -> list[dict[str, Any]]:
-        call = self._calls.get(call_id)
-        if call is None or call.state != _STREAMING or self._ended:
-            return []
-        text = "".join(call.parts)
-        try:
-            value = parse_json(text)
-        except _ArgumentsError as exc:
-            call.state = _FINISHED
-            return [self._input_error(call_id, call, exc.value.message)]
-        call.state = _READY
-        return [
-            {
-                "type": "tool-input-available",
-                "toolCallId": call_id,
-                "toolName": call.name,
-                "input": value,
-            }
-        ]
-
-    def _error(self, call_id: str, text: str) -> list[dict[str, Any]]:
-        call = self._calls.get(call_id)
-        if call is None or call.state == _FINISHED:
-            return []
-        streaming = call.state == _STREAMING
-        call.state = _FINISHED
-        if streaming:
-            return [self._input_error(call_id, call, text)]
-        return [{"type": "tool-output-error", "toolCallId": call_id, "errorText": text}]
-
-    def _input_error(self, call_id: str, call: _Encoded, text: str) -> dict[str, Any]:
-        return {
-            "type": "tool-input-error",
-            "toolCallId": call_id,
-            "toolName": call.name,
-            "input": "".join(call.parts),
-            "errorText": text,
-        }
-
-    def _end(self, end: End) -> list[dict[str, Any]]:
-        if self._ended:
-            return []
-        self._ended = True
-        parts: list[dict[str, Any]] = []
-        why = f" ({end.reason})" if end.reason else ""
-        for call_id, call in self._calls.items():
-            if call.state == _STREAMING:
-                call.state = _FINISHED
-                text = f"the turn ended{why} before the arguments were complete"
-                parts.append(self._input_error(call_id, call, text))
-        if not end.ok:
-            parts.append({"type": "error", "errorText": end.reason or "the turn ended abnormally"})
-        parts.append({"type": "finish"})
-        return parts
-
-
-async def encode_ai_sdk(
-    events: AsyncIterable[EventInput], *, message_id: str | None = None
-) -> AsyncIterator[str]:
-    """Serve an event stream to ``useChat``: yields the SSE text of every part.
-
-    Yields the ``start`` part, the parts of each event (see :class:`AISDKEncoder`), and
-    finally ``data: [DONE]``. Return it as the body of a streaming response with
-    :data:`UI_MESSAGE_STREAM_HEADERS`. When your tools run while the model streams, feed
-    their ``Result``/``Error`` events into the same iterable (or use an
-    :class:`AISDKEncoder` directly) so the front end sees the outputs.
-    """
-    encoder = AISDKEncoder()
-    for part in encoder.start(message_id):
-        yield to_sse(part)
-    async for event in events:
-        text = encoder.encode_sse(event)
-        if text:
-            yield text
-    yield SSE_DONE

@@ -28,8 +28,12 @@ How the wire maps to tracker events:
   (``InvalidArguments``); one whose block never closed is failed by the tracker at the
   end (``IncompleteArguments``).
 - An ``error`` event ends the turn not ok (reason ``"error: <type>: <message>"``).
-- ``message_start``, ``ping``, text, thinking and redacted-thinking blocks and every other
-  unknown event or block type are ignored silently.
+- ``message_start`` may carry whole blocks in ``message.content`` (programmatic tool
+  calling sends a ``tool_use`` there, with ``stop_reason`` set in the same message and no
+  content-block events or ``message_delta``): each tool block there becomes a whole call
+  (``start``, its ``input`` as JSON, ``ready``), and its ``stop_reason`` counts.
+- ``ping``, text, thinking and redacted-thinking blocks and every other unknown event or
+  block type are ignored silently.
 
 Server-side tools. ``server_tool_use`` (web search, web fetch, code execution...) and
 ``mcp_tool_use`` blocks are calls Anthropic's servers execute themselves; their results
@@ -46,9 +50,14 @@ Malformed events never raise and never end the stream; they fail their own call 
   string ``name``, or an ``input`` that cannot be written as JSON: the call fails with an
   :class:`AnthropicMalformedEvent` (``Error`` event); later events for its block are
   dropped;
-- a tool block without an ``id``: the call gets the synthetic id ``anthropic-block-<index>``
-  (``-2``, ``-3``... appended if that is taken);
+- a tool block without an ``id`` (or with one longer than ``Limits.max_id_chars``): the
+  call gets the synthetic id ``anthropic-block-<index>`` (``-2``, ``-3``... appended if
+  that is taken); a name longer than ``Limits.max_name_chars`` is cut to a name no tool
+  can have (``...(cut)``);
 - a tool block reusing an id an earlier block of the stream used: the block is ignored;
+- an ``input_json_delta`` that arrives before its block's ``content_block_start``: the
+  call that then starts at that index fails with an :class:`AnthropicMalformedEvent`
+  (logged at DEBUG), rather than run without that text;
 - a second tool block at an index whose call is still open: the first call fails
   (superseded) and the second starts;
 - an event whose ``index`` names no tool block, or an item that is not an event at all:
@@ -63,20 +72,16 @@ from collections.abc import Collection
 from typing import Any, Final, Literal
 
 from ..errors import CallFailure
-from ._base import AdapterEvent, _FastLane
+from ..limits import Limits
+from ._base import SinkAdapter
 from ._common import (
     _IS_MAPPING,
-    _delta,
-    _end,
-    _error,
     _get,
     _IdMinter,
     _json_text,
     _plain,
-    _ready,
-    _result,
     _short,
-    _start,
+    _tool_name,
     _usable_id,
     logger,
 )
@@ -125,7 +130,7 @@ class _Block:
         self.closed = False
 
 
-class AnthropicAdapter(_FastLane):
+class AnthropicAdapter(SinkAdapter):
     """Translate an Anthropic Messages stream into tracker events (see the module doc).
 
     Args:
@@ -134,10 +139,13 @@ class AnthropicAdapter(_FastLane):
         ok_stop_reasons: the ``stop_reason`` values that end the turn ok. Default
             ``("end_turn", "tool_use")``; add ``"stop_sequence"`` if your stop sequences
             are a normal way for a turn to end.
+        limits: the limits to honour through ``feed`` / ``end`` (written into a machine
+            or tracker, the adapter honours that machine's limits instead).
     """
 
     __slots__ = (
         "_blocks",
+        "_early",
         "_ended",
         "_ids",
         "_ok_reasons",
@@ -152,21 +160,23 @@ class AnthropicAdapter(_FastLane):
         *,
         server_tools: bool = False,
         ok_stop_reasons: Collection[str] = ("end_turn", "tool_use"),
+        limits: Limits | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(limits=limits)
         self._server_tools = server_tools
         self._tool_types = (
             _CLIENT_TOOL_BLOCKS | _SERVER_TOOL_BLOCKS if server_tools else _CLIENT_TOOL_BLOCKS
         )
         self._ok_reasons = frozenset(ok_stop_reasons)
         self._blocks: dict[int, _Block] = {}
+        self._early: set[int] = set()  # indexes that got argument text before their block
         self._server_calls: set[str] = set()
         self._ids = _IdMinter()
         self._stop_reason: str | None = None
         self._ended = False
 
-    def _feed_events(self, item: Any) -> list[AdapterEvent]:
-        """The tracker events one stream event implies (often none). Never raises."""
+    def _translate(self, item: Any) -> None:
+        """Write the events one stream event implies (often none). Never raises."""
         try:
             # The hot path, inlined: a non-empty fragment for a block already streaming
             # (as a plain dict, or as an SDK object). Anything else takes the general path.
@@ -184,11 +194,10 @@ class AnthropicAdapter(_FastLane):
                     ):
                         text = delta.get("partial_json")
                         if type(text) is str and text:
-                            sink = self._lane
-                            if sink is not None and sink(block.call_id, text):
-                                return []
-                            return [_delta(block.call_id, text)]
-                    return self._on_delta(item)
+                            self._sink.write_delta(block.call_id, text)
+                            return
+                    self._on_delta(item)
+                    return
             elif _IS_MAPPING.get(cls) is False:
                 try:  # plain attribute reads: an SDK event of this type has every field
                     if item.type == "content_block_delta":
@@ -198,116 +207,149 @@ class AnthropicAdapter(_FastLane):
                             if delta.type == "input_json_delta":
                                 text = delta.partial_json
                                 if type(text) is str and text:
-                                    sink = self._lane
-                                    if sink is not None and sink(block.call_id, text):
-                                        return []
-                                    return [_delta(block.call_id, text)]
-                        return self._on_delta(item)
+                                    self._sink.write_delta(block.call_id, text)
+                                    return
+                        self._on_delta(item)
+                        return
                 except AttributeError:
                     pass  # not shaped like an SDK event: the general path reads it safely
             kind = _get(item, "type")
             if kind == "content_block_delta":
-                return self._on_delta(item)
+                self._on_delta(item)
+                return
             if self._ended:
-                return []
+                return
             if kind == "content_block_start":
-                return self._on_block_start(item)
-            if kind == "content_block_stop":
-                return self._on_block_stop(item)
-            if kind == "message_delta":
+                self._on_block_start(item)
+            elif kind == "message_start":
+                self._on_message_start(item)
+            elif kind == "content_block_stop":
+                self._on_block_stop(item)
+            elif kind == "message_delta":
                 reason = _get(_get(item, "delta"), "stop_reason")
                 if isinstance(reason, str):
                     self._stop_reason = reason
-                return []
-            if kind == "message_stop":
-                return self._finish()
-            if kind == "error":
-                return self._on_error(item)
+            elif kind == "message_stop":
+                self._finish()
+            elif kind == "error":
+                self._on_error(item)
         except Exception:  # a hostile typed object; nothing to attribute it to
             logger.debug("anthropic: ignored an event that could not be read", exc_info=True)
-        return []
 
-    def _end_events(self) -> list[AdapterEvent]:
+    def _finish_stream(self) -> None:
         """The end of the stream: ``End`` unless ``message_stop`` already ended the turn.
 
         If a ``stop_reason`` arrived it decides ``ok``; a stream that stopped before any
         ``stop_reason`` ends not ok (reason ``"stream ended before message_stop"``).
         """
         if self._ended:
-            return []
+            return
         if self._stop_reason is None:
             self._ended = True
-            return [_end(False, "stream ended before message_stop")]
-        return self._finish()
+            self._sink.write_end(False, "stream ended before message_stop")
+            return
+        self._finish()
 
     # -- handlers ---------------------------------------------------------------------
 
-    def _on_delta(self, item: Any) -> list[AdapterEvent]:
-        block = self._blocks.get(_get(item, "index"))
+    def _on_delta(self, item: Any) -> None:
+        index = _get(item, "index")
+        block = self._blocks.get(index)
         if block is None or block.closed:
-            return []
+            if (
+                block is None
+                and not self._ended
+                and type(index) is int
+                and _get(_get(item, "delta"), "type") == "input_json_delta"
+                and len(self._early) < self._limits.max_calls
+            ):
+                # A fragment before its block started: the call that starts there cannot
+                # be trusted (its text would miss this fragment).
+                logger.debug("anthropic: an input_json_delta at index %d before its block", index)
+                self._early.add(index)
+            return
         delta = _get(item, "delta")
         if _get(delta, "type") != "input_json_delta":
-            return []  # text/citation deltas at a tool block's index: ignored, as upstream
+            return  # text/citation deltas at a tool block's index: ignored, as upstream
         text = _get(delta, "partial_json")
         if type(text) is not str and not isinstance(text, str):
-            return self._fail(
+            self._fail(
                 block,
                 f"partial_json must be a string, got {_short(text)}",
                 "content_block_delta",
                 _get(item, "index"),
             )
+            return
         if not text:
-            return []
+            return
         if block.blank and text.strip(_JSON_WS):
             block.blank = False
-        return self._one_delta(block.call_id, text)
+        self._sink.write_delta(block.call_id, text)
 
-    def _on_block_start(self, item: Any) -> list[AdapterEvent]:
+    def _on_message_start(self, item: Any) -> None:
+        """Blocks that arrive whole inside ``message_start.message.content`` (programmatic
+        tool calling), and a ``stop_reason`` already set there."""
+        message = _get(item, "message")
+        content = _get(message, "content")
+        if isinstance(content, list | tuple):
+            for index, block in enumerate(content):
+                self._on_block_start(
+                    {"type": "content_block_start", "index": index, "content_block": block}
+                )
+                self._on_block_stop({"type": "content_block_stop", "index": index})
+        reason = _get(message, "stop_reason")
+        if isinstance(reason, str):
+            self._stop_reason = reason
+
+    def _on_block_start(self, item: Any) -> None:
         index = _get(item, "index")
         content = _get(item, "content_block")
         block_type = _get(content, "type")
         if block_type not in self._tool_types:
             if self._server_tools and isinstance(block_type, str):
-                return self._on_server_result(content, block_type)
-            return []
+                self._on_server_result(content, block_type)
+            return
         if type(index) is not int:
             logger.debug("anthropic: ignored a tool block without an integer index: %r", item)
-            return []
-        events: list[AdapterEvent] = []
+            return
         call_id = _get(content, "id")
         old = self._blocks.get(index)
         if old is not None and not old.closed:
             if old.call_id == call_id:
-                return []  # the same block announced twice
+                return  # the same block announced twice
             why = "a new block started at its index before it closed"
-            events += self._fail(old, why, "content_block_start", index)
-        if not _usable_id(call_id):
-            call_id = self._ids.mint(f"anthropic-block-{index}")
+            self._fail(old, why, "content_block_start", index)
+        max_id = self._limits.max_id_chars
+        if not _usable_id(call_id, max_id):
+            call_id = self._ids.mint(f"anthropic-block-{index}", max_id)
         elif not self._ids.claim(call_id):
             logger.debug("anthropic: ignored a tool block reusing id %r", call_id)
             self._blocks.pop(index, None)
-            return events
+            return
         name = _get(content, "name")
         block = self._blocks[index] = _Block(call_id, name if isinstance(name, str) else "", None)
         if block_type in _SERVER_TOOL_BLOCKS:
             self._server_calls.add(call_id)
-        events.append(_start(call_id, block.name))
+        self._sink.write_start(call_id, _tool_name(block.name, self._limits.max_name_chars))
         if not isinstance(name, str):
             why = f"the tool block has no string name ({_short(name)})"
-            events += self._fail(block, why, "content_block_start", index)
+            self._fail(block, why, "content_block_start", index)
+        elif index in self._early:
+            self._early.discard(index)
+            why = "argument text (input_json_delta) arrived before the block started"
+            self._fail(block, why, "content_block_delta", index)
         else:
             block.input = _get(content, "input")
-        return events
 
-    def _on_block_stop(self, item: Any) -> list[AdapterEvent]:
+    def _on_block_stop(self, item: Any) -> None:
         index = _get(item, "index")
         block = self._blocks.get(index)
         if block is None or block.closed:
-            return []
+            return
         if not block.blank:
             block.closed = True
-            return [_ready(block.call_id)]
+            self._sink.write_ready(block.call_id)
+            return
         initial = block.input
         if initial is None or (not isinstance(initial, str) and not _plain(initial)):
             text: str | None = "{}"
@@ -315,14 +357,16 @@ class AnthropicAdapter(_FastLane):
             text = _json_text(initial)
         if text is None:
             why = f"the block's input cannot be written as JSON: {_short(initial)}"
-            return self._fail(block, why, "content_block_stop", index)
+            self._fail(block, why, "content_block_stop", index)
+            return
         block.closed = True
-        return [_delta(block.call_id, text), _ready(block.call_id)]
+        self._sink.write_delta(block.call_id, text)
+        self._sink.write_ready(block.call_id)
 
-    def _on_server_result(self, content: Any, block_type: str) -> list[AdapterEvent]:
+    def _on_server_result(self, content: Any, block_type: str) -> None:
         call_id = _get(content, "tool_use_id")
         if not block_type.endswith("_tool_result") or call_id not in self._server_calls:
-            return []
+            return
         self._server_calls.discard(call_id)
         value = _plain(_get(content, "content"))
         error_type = _get(value, "type") if isinstance(value, dict) else None
@@ -330,44 +374,43 @@ class AnthropicAdapter(_FastLane):
             isinstance(error_type, str) and error_type.endswith("_error")
         ):
             code = _get(value, "error_code") if isinstance(value, dict) else None
-            return [
-                _error(
-                    call_id,
-                    AnthropicServerToolError(
-                        message=f"the server tool reported an error ({block_type}"
-                        + (f": {code}" if isinstance(code, str) else "")
-                        + ")",
-                        error_code=code if isinstance(code, str) else None,
-                        content=value,
-                    ),
-                )
-            ]
-        return [_result(call_id, value)]
+            self._sink.write_error(
+                call_id,
+                AnthropicServerToolError(
+                    message=f"the server tool reported an error ({block_type}"
+                    + (f": {code}" if isinstance(code, str) else "")
+                    + ")",
+                    error_code=code if isinstance(code, str) else None,
+                    content=value,
+                ),
+            )
+            return
+        self._sink.write_result(call_id, value)
 
-    def _on_error(self, item: Any) -> list[AdapterEvent]:
+    def _on_error(self, item: Any) -> None:
         error = _get(item, "error")
         parts = [p for p in (_get(error, "type"), _get(error, "message")) if isinstance(p, str)]
         self._ended = True
         self._blocks.clear()
-        return [_end(False, "error: " + ": ".join(parts) if parts else "error")]
+        self._sink.write_end(False, "error: " + ": ".join(parts) if parts else "error")
 
-    def _finish(self) -> list[AdapterEvent]:
+    def _finish(self) -> None:
         self._ended = True
         self._blocks.clear()
         reason = self._stop_reason
-        return [_end(reason in self._ok_reasons, reason or "message_stop without stop_reason")]
+        self._sink.write_end(
+            reason in self._ok_reasons, reason or "message_stop without stop_reason"
+        )
 
-    def _fail(self, block: _Block, why: str, event_type: str, index: Any) -> list[AdapterEvent]:
+    def _fail(self, block: _Block, why: str, event_type: str, index: Any) -> None:
         if block.closed:
-            return []
+            return
         block.closed = True
-        return [
-            _error(
-                block.call_id,
-                AnthropicMalformedEvent(
-                    message=f"call {block.call_id!r} ({block.name}): malformed {event_type}: {why}",
-                    event_type=event_type,
-                    index=index if type(index) is int else None,
-                ),
-            )
-        ]
+        self._sink.write_error(
+            block.call_id,
+            AnthropicMalformedEvent(
+                message=f"call {block.call_id!r} ({block.name}): malformed {event_type}: {why}",
+                event_type=event_type,
+                index=index if type(index) is int else None,
+            ),
+        )

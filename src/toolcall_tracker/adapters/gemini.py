@@ -28,7 +28,9 @@ with a :class:`GeminiMalformedCall`. A continuation part is recognised by having
 the new call and fails the open one (``IncompleteArguments``). A candidate that finishes
 while its call is open fails that call the same way, with the finish reason.
 
-Ids. A call's tracker id is its ``function_call.id`` when present. Otherwise it is
+Ids. A call's tracker id is its ``function_call.id`` when present (and no longer than
+``Limits.max_id_chars``; a name longer than ``max_name_chars`` is cut to a name no tool
+can have, ``...(cut)``). Otherwise it is
 ``gemini-call-<candidate>-<n>``: ``<candidate>`` the candidate's ``index`` (its position
 in ``candidates`` when absent), ``<n>`` counting that candidate's calls from 0 in arrival
 order; if the stream already used that id, ``-2``, ``-3``... is appended. So replaying a
@@ -55,17 +57,14 @@ import re
 from typing import Any, Final, Literal
 
 from ..errors import CallFailure, IncompleteArguments
-from ._base import AdapterEvent, _FastLane
+from ..limits import Limits
+from ._base import SinkAdapter
 from ._common import (
-    _delta,
-    _end,
-    _error,
     _get,
     _IdMinter,
     _json_text,
-    _ready,
     _short,
-    _start,
+    _tool_name,
     _usable_id,
     logger,
 )
@@ -114,10 +113,16 @@ def _parse_path(path: Any) -> tuple[_Segment, ...]:
             segments.append(name)
         elif index is not None:
             segments.append(int(index))
-        elif single is not None:
-            segments.append(json.loads('"' + single.replace("\\'", "'").replace('"', '\\"') + '"'))
         else:
-            segments.append(json.loads('"' + double + '"'))
+            quoted = (
+                single.replace("\\'", "'").replace('"', '\\"') if single is not None else double
+            )
+            try:
+                segments.append(json.loads('"' + quoted + '"'))
+            except ValueError:  # a bad escape in a quoted key
+                raise _MalformedArgs(
+                    f"cannot parse json_path {path!r} at offset {pos}: bad quoted key", path
+                ) from None
         pos = match.end()
     return tuple(segments)
 
@@ -273,12 +278,13 @@ def _value(part: Any, raw_path: Any) -> tuple[str | None, Any]:
 
 
 class _Call:
-    __slots__ = ("call_id", "name", "writer")
+    __slots__ = ("call_id", "name", "size", "writer")
 
     def __init__(self, call_id: str, name: str) -> None:
         self.call_id = call_id
         self.name = name
-        self.writer = _ArgsWriter()
+        self.size = 0  # characters written; past Limits.max_args_chars the sink failed it
+        self.writer: _ArgsWriter | None = _ArgsWriter()
 
 
 class _Candidate:
@@ -295,25 +301,28 @@ def _reason(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-class GeminiAdapter(_FastLane):
+class GeminiAdapter(SinkAdapter):
     """Translate google-genai ``GenerateContentResponse`` chunks into tracker events.
 
     See the module documentation for the rules (whole calls, streamed ``partial_args``,
     synthetic ids, how the turn ends). ``feed`` never raises.
+
+    Args:
+        limits: the limits to honour through ``feed`` / ``end`` (written into a machine
+            or tracker, the adapter honours that machine's limits instead).
     """
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, *, limits: Limits | None = None) -> None:
+        super().__init__(limits=limits)
         self._candidates: dict[int, _Candidate] = {}
         self._ids = _IdMinter()
         self._blocked: str | None = None
         self._ended = False
 
-    def _feed_events(self, item: Any) -> list[AdapterEvent]:
-        """The tracker events one response chunk implies (possibly none)."""
-        events: list[AdapterEvent] = []
+    def _translate(self, item: Any) -> None:
+        """Write the events one response chunk implies (possibly none)."""
         if self._ended:
-            return events
+            return
         try:
             feedback = _get(item, "prompt_feedback", "promptFeedback")
             if feedback is not None:
@@ -322,7 +331,7 @@ class GeminiAdapter(_FastLane):
                     self._blocked = blocked
             candidates = _get(item, "candidates")
             if not candidates:
-                return events
+                return
             for position, candidate in enumerate(candidates):
                 index = _get(candidate, "index")
                 if type(index) is not int:
@@ -335,40 +344,41 @@ class GeminiAdapter(_FastLane):
                     try:
                         call = _get(part, "function_call", "functionCall")
                         if call is not None:
-                            self._on_call(index, state, call, events)
+                            self._on_call(index, state, call)
                     except Exception:
                         logger.debug("gemini: skipped a part that could not be read", exc_info=True)
                 reason = _reason(_get(candidate, "finish_reason", "finishReason"))
                 if reason is not None:
                     state.finish = reason
                     if state.open is not None:
-                        self._cut(state, reason, events)
+                        self._cut(state, reason)
         except Exception:
             logger.debug(
                 "gemini: skipped the rest of a chunk that could not be read", exc_info=True
             )
-        return events
 
-    def _end_events(self) -> list[AdapterEvent]:
+    def _finish_stream(self) -> None:
         """The turn's ``End`` (see the module documentation for ``ok`` and ``reason``)."""
         if self._ended:
-            return []
+            return
         self._ended = True
+        write_end = self._sink.write_end
         if self._blocked is not None:
-            return [_end(False, f"prompt blocked: {self._blocked}")]
+            write_end(False, f"prompt blocked: {self._blocked}")
+            return
         reasons = [state.finish for state in self._candidates.values()]
         if not reasons or None in reasons:
-            return [_end(False, "stream ended without a finish_reason")]
+            write_end(False, "stream ended without a finish_reason")
+            return
         for reason in reasons:
             if reason != "STOP":
-                return [_end(False, reason)]
-        return [_end(True, "STOP")]
+                write_end(False, reason)
+                return
+        write_end(True, "STOP")
 
     # -- internals --------------------------------------------------------------------
 
-    def _on_call(
-        self, index: int, state: _Candidate, call: Any, events: list[AdapterEvent]
-    ) -> None:
+    def _on_call(self, index: int, state: _Candidate, call: Any) -> None:
         name = _get(call, "name")
         given_id = _get(call, "id")
         if not isinstance(given_id, str) or not given_id:
@@ -376,15 +386,16 @@ class GeminiAdapter(_FastLane):
         current = state.open
         if current is not None:
             if not name or given_id == current.call_id:
-                self._extend(state, current, call, events)
+                self._extend(state, current, call)
                 return
-            self._cut(state, None, events, why=f"a call to {name!r} began first")
+            self._cut(state, None, why=f"a call to {name!r} began first")
         if not isinstance(name, str) or not name:
             if name is not None or _get(call, "partial_args", "partialArgs") or _get(call, "args"):
-                logger.debug("gemini: ignored a function_call without a name: %r", call)
+                logger.debug("gemini: ignored a function_call without a name: %.200r", call)
             return
-        if not _usable_id(given_id):
-            call_id = self._ids.mint(f"gemini-call-{index}-{state.count}")
+        max_id = self._limits.max_id_chars
+        if not _usable_id(given_id, max_id):
+            call_id = self._ids.mint(f"gemini-call-{index}-{state.count}", max_id)
         elif self._ids.claim(given_id):
             call_id = given_id
         else:
@@ -392,14 +403,18 @@ class GeminiAdapter(_FastLane):
             return
         state.count += 1
         opened = _Call(call_id, name)
-        events.append(_start(call_id, name))
+        self._sink.write_start(call_id, _tool_name(name, self._limits.max_name_chars))
         state.open = opened
-        self._extend(state, opened, call, events)
+        self._extend(state, opened, call)
 
-    def _extend(
-        self, state: _Candidate, call: _Call, part: Any, events: list[AdapterEvent]
-    ) -> None:
+    def _extend(self, state: _Candidate, call: _Call, part: Any) -> None:
         writer = call.writer
+        if writer is None:  # too large: the sink failed it; swallow the rest of the call
+            if _get(part, "will_continue", "willContinue") is not True:
+                state.open = None
+            return
+        write_delta = self._sink.write_delta
+        limit = self._limits.max_args_chars
         try:
             partials = _get(part, "partial_args", "partialArgs")
             if partials:
@@ -408,31 +423,34 @@ class GeminiAdapter(_FastLane):
                 for partial in partials:
                     text = writer.add(partial)
                     if text:
-                        events.append(_delta(call.call_id, text))
+                        write_delta(call.call_id, text)
+                        call.size += len(text)
+                        if call.size > limit:
+                            call.writer = None  # the sink failed it (ArgumentsTooLarge)
+                            self._extend(state, call, part)
+                            return
             args = _get(part, "args")
             if args is not None and not writer.wrote:
                 whole = _json_text(args)
                 if whole is None:
                     raise _MalformedArgs(f"args cannot be written as JSON: {_short(args)}")
                 writer.whole = writer.wrote = True
-                events.append(_delta(call.call_id, whole))
+                write_delta(call.call_id, whole)
             if _get(part, "will_continue", "willContinue") is True:
                 return
             state.open = None
             text = "" if writer.whole else writer.close()
             if text:
-                events.append(_delta(call.call_id, text))
-            events.append(_ready(call.call_id))
+                write_delta(call.call_id, text)
+            self._sink.write_ready(call.call_id)
         except _MalformedArgs as exc:
             state.open = None
             failure = GeminiMalformedCall(
                 message=f"call {call.call_id!r} ({call.name}): {exc}", json_path=exc.json_path
             )
-            events.append(_error(call.call_id, failure))
+            self._sink.write_error(call.call_id, failure)
 
-    def _cut(
-        self, state: _Candidate, reason: str | None, events: list[AdapterEvent], why: str = ""
-    ) -> None:
+    def _cut(self, state: _Candidate, reason: str | None, why: str = "") -> None:
         call = state.open
         if call is None:
             return
@@ -443,4 +461,4 @@ class GeminiAdapter(_FastLane):
             f"{cause}",
             reason=reason,
         )
-        events.append(_error(call.call_id, failure))
+        self._sink.write_error(call.call_id, failure)

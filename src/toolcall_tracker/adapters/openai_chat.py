@@ -1,0 +1,407 @@
+"""The OpenAI Chat Completions adapter: :class:`OpenAIChatAdapter`.
+
+A sans-IO translator (see :mod:`toolcall_tracker.adapters`)::
+
+    stream = await client.chat.completions.create(..., stream=True)
+    await tracker.consume(adapt(stream, OpenAIChatAdapter()))
+
+An item may be the official SDK's ``ChatCompletionChunk`` (or what the SDK's ``.stream()``
+helper yields) or the plain ``dict`` decoded from the SSE ``data:`` JSON. This module never
+imports ``openai``.
+
+Robustness: a malformed item never raises out of ``feed``. A fragment that can be pinned
+to a call but is unusable (arguments that are not a string, say) fails that call with an
+``Error`` event whose value is one of the :class:`OpenAICallFailure` models; anything that
+cannot be pinned to a call is ignored (and logged at DEBUG on the
+``toolcall_tracker.adapters.openai`` logger). The one exception: ``feed`` raises
+:class:`TypeError` for a value that is not a provider item at all (``None``, a string or
+bytes, a number, a list or tuple), which means the wrong stream was plugged in (raw SSE
+lines, say). Items fed once the turn is over (after ``end()``) are ignored and return
+``[]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ..limits import Limits
+from ._common import _usable_id
+from ._openai import (
+    _PENDING,
+    _READY,
+    OpenAICallFailure,
+    OpenAILateArguments,
+    OpenAIMalformedToolCall,
+    OpenAITurnCutOff,
+    _Call,
+    _check_item,
+    _Emitter,
+    _get,
+    _Getter,
+    _is_mapping,
+    _JsonEnd,
+    _logger,
+)
+
+__all__ = [
+    "OpenAICallFailure",
+    "OpenAIChatAdapter",
+    "OpenAILateArguments",
+    "OpenAIMalformedToolCall",
+    "OpenAITurnCutOff",
+]
+
+_CHAT_OK: Final = frozenset({"tool_calls", "stop", "function_call"})
+
+
+class _Choice:
+    """Routing state of one choice: calls by server id, by index, the latest, all."""
+
+    __slots__ = ("by_id", "by_index", "calls", "finish", "index", "latest")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.by_id: dict[str, _Call] = {}
+        self.by_index: dict[int, _Call] = {}
+        self.latest: _Call | None = None
+        self.calls: list[_Call] = []
+        self.finish: str | None = None
+
+
+class OpenAIChatAdapter(_Emitter):
+    """Chat Completions chunks (OpenAI and OpenAI-compatible servers) to tracker events.
+
+    Feed it each ``ChatCompletionChunk`` (from ``client.chat.completions.create(...,
+    stream=True)``), each event of ``client.chat.completions.stream(...)`` (``chunk``
+    events are unwrapped, the helper's other events ignored), or each dict decoded from
+    the SSE ``data:`` lines. Chunks without choices (``include_usage``) are ignored.
+
+    Routing: a fragment in ``choices[i].delta.tool_calls`` goes to the call of choice ``i``
+    with the same ``id`` when it carries one (a new ``id`` starts a new call, so servers
+    that send ``index: 0`` for every call still work); otherwise to the call with the same
+    ``index`` in that choice; otherwise (no ``index`` either) to the latest call of the
+    choice. Two exceptions: a fragment with a new ``id`` but an empty or missing name, at
+    the ``index`` of a call still pending, continues that call, which keeps its first id
+    (servers that send a fresh id on every fragment); and a fragment without ``id`` that
+    carries a ``function.name`` different from the routed call's name starts a new call
+    (servers sending neither ids nor distinct indexes), as does the same name again when
+    the fragment has neither ``id`` nor ``index`` and the routed call's text is already a
+    complete JSON value (two calls to one tool); otherwise a repeated name is ignored. A
+    fragment that routes nowhere and brings nothing (no id, no name, no text) is ignored.
+
+    Ids: the server's ``id`` is the tracker id. A call without one gets
+    ``call_<choice>_<n>``, ``n`` being the call's 0-based position among the calls of its
+    choice (in order of appearance), so the same transcript always yields the same ids.
+    Should an id be taken already (a server reusing an id in another choice, or one equal
+    to a synthesised id), ``_2``, ``_3``... is appended.
+
+    Readiness comes from the choice's ``finish_reason``: at ``tool_calls``, ``stop`` (or
+    the legacy ``function_call``) every pending call of the choice becomes ready; at
+    ``length``, ``content_filter`` or anything else they fail with
+    :class:`OpenAITurnCutOff` (their text may be truncated). With ``eager=True`` a call
+    also becomes ready as soon as the next call of its choice starts, as the official
+    client's ``.stream()`` helper does; that gives tools a head start but is unsafe with
+    servers that interleave calls: text arriving afterwards fails the call with
+    :class:`OpenAILateArguments`.
+
+    A call whose argument text is empty when it becomes ready (an argument-less tool;
+    some servers send ``""``) gets the text ``{}``. A call whose name never arrived fails
+    with :class:`OpenAIMalformedToolCall` (``field="function.name"``), as does a call whose
+    ``function.arguments`` is not a string.
+
+    :meth:`end` emits the turn's ``End``: ``ok`` when every choice finished with an ok
+    reason; ``reason`` is the choices' distinct finish reasons joined by ``,`` (or says
+    that the stream ended without one, or carried an ``error``). Calls still pending then
+    are failed by the tracker (``IncompleteArguments``).
+
+    Limits (those of the sink written into; see :class:`~toolcall_tracker.Limits`): an
+    ``id`` longer than ``max_id_chars`` is treated as missing, a name longer than
+    ``max_name_chars`` is cut to a name no tool can have (``...(cut)``). Text that arrives
+    before its call's name waits for it, at most ``max_args_chars`` characters for all
+    such calls together and at most ``max_calls`` such calls; a call whose waiting text
+    outgrows that fails with :class:`OpenAIMalformedToolCall` once named, and its text is
+    discarded.
+
+    Args:
+        eager: make a call ready when the next call of its choice starts, instead of
+            waiting for the ``finish_reason``.
+        limits: the limits to honour through ``feed`` / ``end`` (written into a machine
+            or tracker, the adapter honours that machine's limits instead).
+    """
+
+    _api = "chat.completions"
+
+    def __init__(self, *, eager: bool = False, limits: Limits | None = None) -> None:
+        super().__init__(limits=limits)
+        self._eager = eager
+        self._choices: dict[int, _Choice] = {}
+        self._error: str | None = None
+
+    @property
+    def eager(self) -> bool:
+        """Whether a call becomes ready as soon as the next call of its choice starts."""
+        return self._eager
+
+    def _translate(self, item: Any) -> None:
+        """Write the events one chunk implies (possibly none).
+
+        Raises:
+            TypeError: ``item`` is not a provider item at all (see the module docs).
+        """
+        if self._ended:
+            return
+        if type(item) is not dict:
+            if _is_mapping(item):
+                item = dict(item)  # an OrderedDict, say: read as the dict it is
+            elif self._fast_fragment(item):
+                return
+        get: _Getter = _get if type(item) is dict else getattr
+        choices = get(item, "choices", None)
+        if type(choices) is not list:
+            self._other(item)
+            return
+        states = self._choices
+        write_delta = self._sink.write_delta
+        for choice in choices:
+            index = get(choice, "index", None)
+            if type(index) is not int:
+                index = 0  # servers that omit it send a single choice
+            state = states.get(index)
+            if state is None:
+                state = states[index] = _Choice(index)
+            delta = get(choice, "delta", None)
+            if delta is not None:
+                tool_calls = get(delta, "tool_calls", None)
+                if tool_calls:
+                    if type(tool_calls) is list:
+                        for fragment in tool_calls:
+                            # The hot path, inline: more text for a started, pending call
+                            # found by index. Anything else takes the general route.
+                            position = get(fragment, "index", None)
+                            if type(position) is int and get(fragment, "id", None) is None:
+                                call = state.by_index.get(position)
+                                function = get(fragment, "function", None)
+                                if (
+                                    call is not None
+                                    and call.status == _PENDING
+                                    and call.started
+                                    and function is not None
+                                    and get(function, "name", None) is None
+                                ):
+                                    arguments = get(function, "arguments", None)
+                                    if type(arguments) is str:
+                                        if arguments:
+                                            call.has_text = True
+                                            write_delta(call.id, arguments)
+                                        continue
+                            self._fragment(get, state, fragment)
+                    else:
+                        _logger.debug("ignored tool_calls that is not a list: %.200r", tool_calls)
+            finish = get(choice, "finish_reason", None)
+            if finish is not None:
+                self._finish(state, finish)
+
+    def _fast_fragment(self, item: Any) -> bool:
+        """The commonest SDK chunk, read with plain attribute access: one choice, no finish
+        reason, one tool-call fragment that only carries more arguments for a started,
+        pending call found by index. Writes it and returns ``True``; ``False`` for any
+        other chunk (including one not shaped like an SDK object), which takes the general
+        route."""
+        try:
+            choices = item.choices
+            if type(choices) is not list or len(choices) != 1:
+                return False
+            choice = choices[0]
+            if choice.finish_reason is not None:
+                return False
+            tool_calls = choice.delta.tool_calls
+            if type(tool_calls) is not list or len(tool_calls) != 1:
+                return False
+            fragment = tool_calls[0]
+            position = fragment.index
+            if type(position) is not int or fragment.id is not None:
+                return False
+            index = choice.index
+            state = self._choices.get(index if type(index) is int else 0)
+            if state is None:
+                return False
+            call = state.by_index.get(position)
+            function = fragment.function
+            if (
+                call is None
+                or call.status != _PENDING
+                or not call.started
+                or function is None
+                or function.name is not None
+            ):
+                return False
+            arguments = function.arguments
+            if type(arguments) is not str or not arguments:
+                return False
+        except AttributeError:
+            return False
+        call.has_text = True
+        self._sink.write_delta(call.id, arguments)
+        return True
+
+    def _finish_stream(self) -> None:
+        """The turn's ``End`` (see the class docs); nothing if called again."""
+        if self._ended:
+            return
+        self._ended = True
+        states = [self._choices[index] for index in sorted(self._choices)]
+        reasons: list[str] = []
+        ok = bool(states)
+        for state in states:
+            finish = state.finish
+            if finish is None:
+                ok = False
+                finish = f"no finish_reason for choice {state.index}"
+            elif finish not in _CHAT_OK:
+                ok = False
+            if finish not in reasons:
+                reasons.append(finish)
+        if self._error is not None:
+            ok = False
+            reasons.insert(0, self._error)
+        reason = ",".join(reasons) if reasons else "stream ended without any choice"
+        self._sink.write_end(ok, reason)
+
+    # -- internals --------------------------------------------------------------------
+
+    def _other(self, item: Any) -> None:
+        """An item without a ``choices`` list: a helper event, usage, an error, junk."""
+        kind = _get(item, "type")
+        if kind == "chunk":  # the .stream() helper's ChunkEvent
+            chunk = _get(item, "chunk")
+            if chunk is not None:
+                self._translate(chunk)
+            return
+        if type(kind) is str:  # the helper's content.delta, tool_calls.*, ... events
+            return
+        _check_item(item)
+        error = _get(item, "error")
+        if error is not None and self._error is None:
+            message = _get(error, "message")
+            code = _get(error, "code")
+            text = message if type(message) is str else repr(error)
+            self._error = f"error: {text:.200}"
+            reason = f"error: {code}" if type(code) is str and code else "error"
+            for state in self._choices.values():
+                self._fail_pending(state.calls, reason, state.index)
+
+    def _fragment(self, get: _Getter, state: _Choice, fragment: Any) -> None:
+        """Route one ``tool_calls[j]`` fragment and write what it implies."""
+        call_id = get(fragment, "id", None)
+        index = get(fragment, "index", None)
+        function = get(fragment, "function", None)
+        if function is not None:
+            name = get(function, "name", None)
+            arguments = get(function, "arguments", None)
+        else:
+            name = arguments = None
+        if type(name) is not str or not name:
+            name = None
+        if type(index) is not int:
+            index = None
+        if not _usable_id(call_id, self._limits.max_id_chars):
+            if type(call_id) is str and call_id:
+                _logger.debug("tool call id of %d characters treated as missing", len(call_id))
+            call_id = None
+        call: _Call | None
+        if call_id is not None:
+            call = state.by_id.get(call_id)
+            if call is None:
+                call = state.by_index.get(index) if index is not None and name is None else None
+                if call is not None and call.status == _PENDING:
+                    # Same index, a new id, no name: a server that sends a fresh id on
+                    # every fragment. A continuation; the call keeps its first id.
+                    _logger.debug("tool call %r: a new id on a continuation fragment", call.id)
+                else:
+                    call = self._new_call(state, call_id, name)
+                    if call is None:
+                        return
+                    state.by_id[call_id] = call
+            if index is not None:
+                state.by_index[index] = call
+        else:
+            call = state.latest if index is None else state.by_index.get(index)
+            if call is None or (
+                name is not None
+                and call.name
+                and (
+                    name != call.name
+                    # The same name again, with neither id nor index, after the call's text
+                    # completed a JSON value: a second call to the same tool.
+                    or (index is None and call.scan is not None and call.scan.complete)
+                )
+            ):
+                if call is None and name is None and not arguments:
+                    _logger.debug(
+                        "ignored a tool call fragment that routes nowhere: %.200r", fragment
+                    )
+                    return
+                call = self._new_call(state, None, name)
+                if call is None:
+                    return
+                if index is not None:
+                    state.by_index[index] = call
+                else:
+                    call.scan = _JsonEnd()
+        if not call.started:
+            if call.name is None and name is not None:
+                call.name = name
+            if call.name is not None:
+                self._start(call)
+        if arguments:
+            if type(arguments) is str and call.status == _PENDING:
+                self._append(call, arguments)
+            elif type(arguments) is not str:
+                self._fail(
+                    call,
+                    OpenAIMalformedToolCall(
+                        api="chat.completions",
+                        field="function.arguments",
+                        message=f"function.arguments of tool call {call.id!r} is a "
+                        f"{type(arguments).__name__}, not a string: {arguments!r:.200}",
+                    ),
+                )
+            elif call.status == _READY:
+                self._fail(
+                    call,
+                    OpenAILateArguments(
+                        api="chat.completions",
+                        fragment=arguments,
+                        message=f"argument text for tool call {call.id!r} ({call.name}) "
+                        "arrived after it was made ready (eager mode; this server "
+                        "interleaves calls)",
+                    ),
+                )
+
+    def _new_call(self, state: _Choice, server_id: str | None, name: str | None) -> _Call | None:
+        call = _Call(
+            self._unique(server_id or f"call_{state.index}_{len(state.calls)}"), name, False
+        )
+        if not self._admit(call):
+            return None
+        if self._eager:
+            for previous in state.calls:
+                if previous.status == _PENDING:
+                    self._ready(previous)
+        state.calls.append(call)
+        state.latest = call
+        if state.finish is not None:
+            _logger.debug("tool call %r starts after its choice finished", call.id)
+        return call
+
+    def _finish(self, state: _Choice, finish: Any) -> None:
+        if state.finish is not None:
+            return  # a repeated finish_reason changes nothing
+        if type(finish) is not str or not finish:
+            finish = f"invalid finish_reason {finish!r:.60}"
+        state.finish = finish
+        if finish in _CHAT_OK:
+            for call in state.calls:
+                self._ready(call)
+        else:
+            self._fail_pending(state.calls, finish, state.index)
