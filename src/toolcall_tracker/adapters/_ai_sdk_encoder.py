@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from pydantic_core import to_json
-
 from .._json import _ArgumentsError, parse_json
+from .._jsonout import _json_text
 from ..calls import Status
 from ..changes import ChangeListener
 from ..errors import ArgumentsTooLarge, IncompleteArguments
@@ -94,9 +93,12 @@ class _Text:
 def _json(value: Any) -> str:
     """Compact JSON text of a part or an error value: the one place parts become JSON.
 
-    Values pydantic can serialise (models, dataclasses, dates...) are accepted.
+    It follows the library's output rules (see README, Reliability): strict JSON that a
+    browser's ``JSON.parse`` accepts, NaN and infinities as ``null``, lone surrogates as
+    ``\\uXXXX`` escapes; values pydantic can serialise (models, dataclasses, dates...) as
+    it writes them, any other object as its text. It never raises.
     """
-    return to_json(value).decode()
+    return _json_text(value)
 
 
 def to_sse(part: Mapping[str, Any]) -> str:
