@@ -8,7 +8,8 @@ per-parameter descriptions from a Google-style ``Args:`` section (or ``:param na
 From that signature :class:`Tool` builds, once, a pydantic model that validates a call's
 arguments and gives the JSON Schema the providers need.
 
-:func:`tool` wraps a function to set options (name, description, eager, timeout); the
+:func:`tool` wraps a function to set options (name, description, eager, timeout,
+needs_approval); the
 functions ``openai_chat_tools``, ``openai_responses_tools``, ``anthropic_tools`` and
 ``gemini_tools`` render one list of tools in each provider's request format::
 
@@ -36,15 +37,17 @@ from __future__ import annotations
 import copy
 import inspect
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar, overload
 
 from pydantic import BaseModel
 
 from ._jsonout import _plain_text
 from ._signature import _build_arguments, _is_async_callable, _json_schema, _parse_docstring
+from .calls import ToolCall
 
 __all__ = [
+    "NeedsApproval",
     "Tool",
     "ToolsInput",
     "anthropic_tools",
@@ -54,6 +57,11 @@ __all__ = [
     "tool",
     "tools_by_name",
 ]
+
+NeedsApproval: TypeAlias = bool | Callable[[ToolCall], bool | Awaitable[bool]]
+"""Whether a tool's calls need a human's approval: ``True``, ``False``, or a function of the
+call (sync or async) that decides per call, e.g. ``lambda call: call.args["amount"] > 100``.
+It is asked only for calls whose arguments fit the signature."""
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -81,6 +89,9 @@ class Tool(Generic[_P, _R]):
             until the turn is known to have ended normally, ``None`` (default) to use the
             runner's default (gated).
         timeout: seconds this tool may run per call (default: the runner's ``call_timeout``).
+        needs_approval: ``True`` if every call must be approved by a human before the tool
+            runs, or a function of the :class:`~toolcall_tracker.ToolCall` (sync or async)
+            returning whether this call must be (see the README's "Human approval").
 
     Raises:
         ValueError: the name is not a valid tool name, or ``timeout`` is not positive.
@@ -94,6 +105,7 @@ class Tool(Generic[_P, _R]):
         "_function",
         "_is_async",
         "_name",
+        "_needs_approval",
         "_parameters",
         "_positional",
         "_schema",
@@ -109,6 +121,7 @@ class Tool(Generic[_P, _R]):
         description: str | None = None,
         eager: bool | None = None,
         timeout: float | None = None,
+        needs_approval: NeedsApproval = False,
     ) -> None:
         if isinstance(function, Tool):
             raise TypeError("function is already a Tool; use tool(existing, ...) to change it")
@@ -121,12 +134,15 @@ class Tool(Generic[_P, _R]):
             )
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if not isinstance(needs_approval, bool) and not callable(needs_approval):
+            raise TypeError(f"needs_approval must be a bool or a callable, not {needs_approval!r}")
         summary, param_docs = _parse_docstring(inspect.getdoc(function))
         self._function = function
         self._name = tool_name
         self._description = summary if description is None else description
         self._eager = eager
         self._timeout = timeout
+        self._needs_approval = needs_approval
         self._is_async = _is_async_callable(function)
         model, parameters, positional, var_keyword = _build_arguments(
             function, tool_name, param_docs
@@ -163,6 +179,11 @@ class Tool(Generic[_P, _R]):
     def timeout(self) -> float | None:
         """Seconds the tool may run per call, or ``None`` for the runner's default."""
         return self._timeout
+
+    @property
+    def needs_approval(self) -> NeedsApproval:
+        """``True``/``False``, or the function deciding per call whether a human must approve."""
+        return self._needs_approval
 
     @property
     def is_async(self) -> bool:
@@ -214,6 +235,7 @@ class Tool(Generic[_P, _R]):
         description: str | None = None,
         eager: bool | None = None,
         timeout: float | None = None,
+        needs_approval: NeedsApproval | None = None,
     ) -> Tool[_P, _R]:
         """A copy of this tool with the given options changed (``None`` keeps the current)."""
         return Tool(
@@ -222,6 +244,7 @@ class Tool(Generic[_P, _R]):
             description=self._description if description is None else description,
             eager=self._eager if eager is None else eager,
             timeout=self._timeout if timeout is None else timeout,
+            needs_approval=self._needs_approval if needs_approval is None else needs_approval,
         )
 
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -249,6 +272,7 @@ def tool(
     description: str | None = None,
     eager: bool | None = None,
     timeout: float | None = None,
+    needs_approval: NeedsApproval | None = None,
 ) -> Tool[_P, _R]: ...
 
 
@@ -260,6 +284,7 @@ def tool(
     description: str | None = None,
     eager: bool | None = None,
     timeout: float | None = None,
+    needs_approval: NeedsApproval | None = None,
 ) -> Callable[[Callable[_P, _R]], Tool[_P, _R]]: ...
 
 
@@ -270,6 +295,7 @@ def tool(
     description: str | None = None,
     eager: bool | None = None,
     timeout: float | None = None,
+    needs_approval: NeedsApproval | None = None,
 ) -> Tool[_P, _R] | Callable[[Callable[_P, _R]], Tool[_P, _R]]:
     """Declare a tool and its options; usable as ``tool(fn, ...)``, ``@tool`` or ``@tool(...)``.
 
@@ -282,6 +308,9 @@ def tool(
             normally; ``None`` (default) for the runner's default, which is gated.
         timeout: seconds each call of this tool may run (overrides the runner's
             ``call_timeout``).
+        needs_approval: ``True`` if a human must approve each call before the tool runs, or
+            a function of the call (sync or async) deciding per call; ``None`` (default):
+            no approval (or, given a :class:`Tool`, keep its setting).
 
     Returns:
         A :class:`Tool` (or a decorator making one). Given a :class:`Tool`, returns a copy
@@ -292,9 +321,20 @@ def tool(
         if isinstance(fn, Tool):
             existing: Tool[_P, _R] = fn
             return existing.with_options(
-                name=name, description=description, eager=eager, timeout=timeout
+                name=name,
+                description=description,
+                eager=eager,
+                timeout=timeout,
+                needs_approval=needs_approval,
             )
-        return Tool(fn, name=name, description=description, eager=eager, timeout=timeout)
+        return Tool(
+            fn,
+            name=name,
+            description=description,
+            eager=eager,
+            timeout=timeout,
+            needs_approval=False if needs_approval is None else needs_approval,
+        )
 
     if function is None:
         return make
