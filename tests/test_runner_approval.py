@@ -466,7 +466,7 @@ async def test_signed_state_refuses_tampering_replay_and_a_wrong_key(anyio_backe
 
 
 CALL_IDS = ["c0", "c1", "c2", "c3"]
-DECISION = st.sampled_from(["approve", "edit", "deny"])
+DECISION = st.sampled_from(["approve", "edit", "deny", "cancel"])
 
 
 @settings(

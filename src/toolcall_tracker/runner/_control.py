@@ -86,7 +86,7 @@ class RunControl:
     - ``async for request in control.approval_requests()`` receives each call that needs
       approval (a :class:`PendingApproval`) as it arises; answer with :meth:`approve` or
       :meth:`deny`, by call id, in any order, while the other calls go on;
-    - :meth:`cancel` cancels one call by id.
+    - :meth:`cancel` cancels one call by id, with a reason, wherever it is.
 
     After the run: :attr:`pending` holds the calls still awaiting approval (with
     ``defer_approvals=True``), :attr:`edited` the arguments humans changed.
@@ -174,6 +174,21 @@ class RunControl:
             ``True`` if the call was awaiting approval in this run, else ``False``.
         """
         return self._turn is not None and self._turn.decide(call_id, False, None, reason)
+
+    def cancel(self, call_id: str, reason: str = "cancelled") -> bool:
+        """Cancel one call of the run, wherever it is, with a reason.
+
+        A call that is running has its tool cancelled (a sync tool's thread is abandoned,
+        its result discarded); one waiting (for its approval, at the gate for the end of
+        the turn, or for a slot) never starts. Either way it ends ``error`` with
+        ``CallCancelled`` (``reason``, and ``tool_started`` saying whether the tool had
+        begun). Every other call is untouched. To cancel the whole run, cancel the scope
+        around ``run`` (a client disconnect does).
+
+        Returns:
+            ``True`` if the call was one of this run's and not finished, else ``False``.
+        """
+        return self._turn is not None and self._turn.cancel(call_id, reason)
 
     # -- for the runner -----------------------------------------------------------------
 

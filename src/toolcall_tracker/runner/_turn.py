@@ -206,6 +206,19 @@ class Turn(ChangeListener):
         self._apply_decision(item, approved, arguments, reason)
         return True
 
+    def cancel(self, call_id: str, reason: str) -> bool:
+        """Cancel one call wherever it is (deciding, awaiting approval, at the gate, queued,
+        running): it ends ``error`` with ``cancelled``; nothing else is touched."""
+        item = self._calls.get(call_id)
+        if item is None or self._tracker.status(call_id) is not _RUNNING:
+            return False
+        scope = item.scope
+        why = f"the call was cancelled ({reason})"
+        self._fail(item.call, outcomes.cancelled(item.call, item.tool_started, why, reason))
+        if scope is not None:
+            scope.cancel()  # its task sees the call finished and leaves it as it is
+        return True
+
     # -- admission, approval, gate, slots -----------------------------------------------
 
     def _admit(self, call: ToolCall) -> None:
