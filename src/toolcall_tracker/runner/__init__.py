@@ -59,6 +59,7 @@ from typing import Any
 from ..calls import ToolCall
 from ..tools import Tool, ToolsInput, tools_by_name
 from ..tracker import ToolCallTracker
+from ._approval import Resumed
 from ._control import RunControl
 from ._pending import (
     ApprovalDecision,
@@ -70,7 +71,7 @@ from ._pending import (
     _verify,
     merge_calls,
 )
-from ._turn import Resumed, Turn
+from ._turn import Turn
 
 __all__ = [
     "ApprovalDecision",
