@@ -15,7 +15,8 @@ The public surface, re-exported here:
   :class:`InvalidArguments`, :class:`IncompleteArguments`, :class:`ArgumentsTooLarge`);
 - :class:`Limits` for hostile input, with :data:`DEFAULT_LIMITS`;
 - the tool runner: :class:`ToolRunner` / :func:`run_tools`, :func:`tool` / :class:`Tool`,
-  its per-run handle :class:`RunControl`, approvals across requests
+  its per-run handle :class:`RunControl` and the :class:`ProgressUpdate` it publishes,
+  approvals across requests
   (:class:`PendingApprovals`, :class:`PendingApproval`, :class:`ApprovalDecision`,
   :class:`FinishedCalls`, :class:`InMemoryFinishedCalls`, :func:`merge_calls`,
   :class:`ApprovalRefused`), and its error values (:class:`ValidationFailed`,
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
         InMemoryFinishedCalls,
         PendingApproval,
         PendingApprovals,
+        ProgressUpdate,
         RunControl,
         ToolRunner,
         merge_calls,
@@ -135,6 +137,7 @@ _MODULE_OF: dict[str, str] = {
             "InMemoryFinishedCalls",
             "PendingApproval",
             "PendingApprovals",
+            "ProgressUpdate",
             "RunControl",
             "ToolRunner",
             "merge_calls",
@@ -180,6 +183,7 @@ __all__ = [
     "NotExecuted",
     "PendingApproval",
     "PendingApprovals",
+    "ProgressUpdate",
     "Ready",
     "Result",
     "RunControl",

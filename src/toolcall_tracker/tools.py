@@ -1,6 +1,7 @@
 """Tools: plain Python functions, their argument validation and their provider definitions.
 
-A tool is any function, sync or async. Its name is the function's ``__name__``, its
+A tool is any function, sync or async, or an async generator function (each value it
+yields is a progress update, the last one its result). Its name is the function's ``__name__``, its
 description the docstring's text before the first section (``Args:``, ``Returns:``...), and
 its parameters come from the signature: annotations (``int``, ``list[str]``, pydantic models,
 ``Annotated[str, Field(description=...)]``, ``Literal``...), defaults for optional ones, and
@@ -104,6 +105,7 @@ class Tool(Generic[_P, _R]):
         "_eager",
         "_function",
         "_is_async",
+        "_is_generator",
         "_name",
         "_needs_approval",
         "_parameters",
@@ -143,7 +145,10 @@ class Tool(Generic[_P, _R]):
         self._eager = eager
         self._timeout = timeout
         self._needs_approval = needs_approval
-        self._is_async = _is_async_callable(function)
+        self._is_generator = inspect.isasyncgenfunction(function) or inspect.isasyncgenfunction(
+            getattr(function, "__call__", None)  # noqa: B004 (an object with an async-gen __call__)
+        )
+        self._is_async = self._is_generator or _is_async_callable(function)
         model, parameters, positional, var_keyword = _build_arguments(
             function, tool_name, param_docs
         )
@@ -189,6 +194,12 @@ class Tool(Generic[_P, _R]):
     def is_async(self) -> bool:
         """Whether the tool is awaited on the event loop (else it runs in a worker thread)."""
         return self._is_async
+
+    @property
+    def is_generator(self) -> bool:
+        """Whether the tool is an async generator: each value it yields is progress, the
+        last one its result (it runs on the event loop)."""
+        return self._is_generator
 
     @property
     def arguments_model(self) -> type[BaseModel]:
@@ -253,7 +264,8 @@ class Tool(Generic[_P, _R]):
 
     def __repr__(self) -> str:
         mode = {True: "eager", False: "gated", None: "default"}[self._eager]
-        return f"<Tool {self._name!r} ({'async' if self._is_async else 'sync'}, {mode})>"
+        kind = "async generator" if self._is_generator else "async" if self._is_async else "sync"
+        return f"<Tool {self._name!r} ({kind}, {mode})>"
 
 
 ToolsInput: TypeAlias = (

@@ -71,6 +71,7 @@ from ._pending import (
     _verify,
     merge_calls,
 )
+from ._progress import ProgressUpdate
 from ._turn import Turn
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "InMemoryFinishedCalls",
     "PendingApproval",
     "PendingApprovals",
+    "ProgressUpdate",
     "RunControl",
     "ToolRunner",
     "merge_calls",

@@ -9,6 +9,7 @@ Everything here is for the event loop's thread (from a worker thread, use
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -17,11 +18,14 @@ import anyio
 
 from .._jsonout import _json_text
 from ._pending import PendingApproval, PendingApprovals
+from ._progress import ProgressUpdate
 
 if TYPE_CHECKING:
     from ._turn import Turn
 
 __all__ = ["RunControl"]
+
+logger = logging.getLogger("toolcall_tracker.runner")
 
 _T = TypeVar("_T")
 
@@ -86,7 +90,9 @@ class RunControl:
     - ``async for request in control.approval_requests()`` receives each call that needs
       approval (a :class:`PendingApproval`) as it arises; answer with :meth:`approve` or
       :meth:`deny`, by call id, in any order, while the other calls go on;
-    - :meth:`cancel` cancels one call by id, with a reason, wherever it is.
+    - :meth:`cancel` cancels one call by id, with a reason, wherever it is;
+    - ``on_progress`` and ``async for update in control.progress()`` receive the
+      :class:`ProgressUpdate` of async-generator tools as they yield.
 
     After the run: :attr:`pending` holds the calls still awaiting approval (with
     ``defer_approvals=True``), :attr:`edited` the arguments humans changed.
@@ -96,10 +102,20 @@ class RunControl:
             process). ``True``: ``run`` returns once everything not awaiting a decision has
             finished; the calls awaiting one stay ``running`` and :attr:`pending` holds them
             for a later :meth:`ToolRunner.resume` (across requests).
+        on_progress: called with each :class:`ProgressUpdate`, synchronously, on the event
+            loop's thread, the moment the tool yields it (keep it quick; an exception it
+            raises is logged and ignored). For an encoder writing a response stream.
     """
 
-    def __init__(self, *, defer_approvals: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        defer_approvals: bool = False,
+        on_progress: Callable[[ProgressUpdate], None] | None = None,
+    ) -> None:
         self._defer = defer_approvals
+        self._on_progress = on_progress
+        self._progress: _Feed[ProgressUpdate] = _Feed()
         self._turn: Turn | None = None
         self._used = False
         self._requests: _Feed[PendingApproval] = _Feed()
@@ -153,6 +169,19 @@ class RunControl:
             lambda: self._turn.awaiting() if self._turn is not None else ()
         )
 
+    def progress(self, call_id: str | None = None) -> AsyncIterator[ProgressUpdate]:
+        """Iterate over progress updates (of one call, or of all), as tools yield them.
+
+        Sees the updates published from its first step on (start iterating before the
+        tools you care about run), buffered until you read them; ends when the run has
+        finished. Nothing is buffered for nobody: without an iterator (or
+        ``on_progress``) updates cost nothing.
+        """
+        updates = self._progress.iterate()
+        if call_id is None:
+            return updates
+        return _only(updates, call_id)
+
     def approve(self, call_id: str, arguments: Any = None) -> bool:
         """Approve a call awaiting approval; its tool runs when its turn allows.
 
@@ -202,3 +231,24 @@ class RunControl:
         self._turn = None
         self._pending = pending
         self._requests.close()
+        self._progress.close()
+
+    @property
+    def _wants_progress(self) -> bool:
+        return self._on_progress is not None or self._progress.listened
+
+    def _publish_progress(self, update: ProgressUpdate) -> None:
+        self._progress.publish(update)
+        if self._on_progress is not None:
+            try:
+                self._on_progress(update)
+            except Exception:
+                logger.warning("on_progress raised for call %r", update.call_id, exc_info=True)
+
+
+async def _only(
+    updates: AsyncIterator[ProgressUpdate], call_id: str
+) -> AsyncIterator[ProgressUpdate]:
+    async for update in updates:
+        if update.call_id == call_id:
+            yield update

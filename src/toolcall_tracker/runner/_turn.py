@@ -55,6 +55,7 @@ from ..tracker import ToolCallTracker
 from . import _outcomes as outcomes
 from ._approval import Approvals, Resumed, _Call
 from ._invoke import Raised, describe, invoke
+from ._progress import ProgressUpdate
 
 if TYPE_CHECKING:
     from . import ToolRunner
@@ -267,7 +268,9 @@ class Turn(Approvals, ChangeListener):
                 tracker.mark_tool_started(call.id)
                 item.tool_started = True
                 with anyio.move_on_after(math.inf if timeout is None else timeout) as limit:
-                    result = await invoke(spec, item.args, item.kwargs, (limit, scope))
+                    result = await invoke(
+                        spec, item.args, item.kwargs, (limit, scope), self._progress_of(item)
+                    )
                 tracker.mark_tool_finished(call.id)
             if scope.cancelled_caught:  # finished by somebody else: leave it as it is
                 if item.tool_started:
@@ -305,6 +308,19 @@ class Turn(Approvals, ChangeListener):
             self._drop(call.id)
             self._free += 1
             self._dispatch()
+
+    def _progress_of(self, item: _Call) -> Callable[[Any], None] | None:
+        control = self._control
+        if control is None or not item.spec.is_generator:
+            return None
+        counter = iter(range(1 << 62))
+
+        def publish(value: Any) -> None:
+            call = item.call
+            if self._calls.get(call.id) is item and control._wants_progress:
+                control._publish_progress(ProgressUpdate(call.id, call.name, value, next(counter)))
+
+        return publish
 
     # -- outcomes -----------------------------------------------------------------------
 
