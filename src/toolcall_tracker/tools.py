@@ -10,7 +10,7 @@ From that signature :class:`Tool` builds, once, a pydantic model that validates 
 arguments and gives the JSON Schema the providers need.
 
 :func:`tool` wraps a function to set options (name, description, eager, timeout,
-needs_approval); the
+needs_approval, max_concurrency, sequential); the
 functions ``openai_chat_tools``, ``openai_responses_tools``, ``anthropic_tools`` and
 ``gemini_tools`` render one list of tools in each provider's request format::
 
@@ -93,9 +93,14 @@ class Tool(Generic[_P, _R]):
         needs_approval: ``True`` if every call must be approved by a human before the tool
             runs, or a function of the :class:`~toolcall_tracker.ToolCall` (sync or async)
             returning whether this call must be (see the README's "Human approval").
+        max_concurrency: at most this many calls of this tool run at once in a turn
+            (``None``: only the runner's cap). Waiting calls keep their ready order.
+        sequential: run this tool's calls one at a time, in ready order (the same as
+            ``max_concurrency=1``).
 
     Raises:
-        ValueError: the name is not a valid tool name, or ``timeout`` is not positive.
+        ValueError: the name is not a valid tool name, ``timeout`` is not positive,
+            ``max_concurrency`` is not a positive int, or it contradicts ``sequential``.
         TypeError: the signature cannot be turned into an argument model.
     """
 
@@ -106,6 +111,7 @@ class Tool(Generic[_P, _R]):
         "_function",
         "_is_async",
         "_is_generator",
+        "_max_concurrency",
         "_name",
         "_needs_approval",
         "_parameters",
@@ -124,6 +130,8 @@ class Tool(Generic[_P, _R]):
         eager: bool | None = None,
         timeout: float | None = None,
         needs_approval: NeedsApproval = False,
+        max_concurrency: int | None = None,
+        sequential: bool = False,
     ) -> None:
         if isinstance(function, Tool):
             raise TypeError("function is already a Tool; use tool(existing, ...) to change it")
@@ -134,10 +142,7 @@ class Tool(Generic[_P, _R]):
                 "'-', starting with a letter or '_' (what OpenAI, Anthropic and Gemini all "
                 "accept; pass name=... for lambdas and callables without a usable __name__)"
             )
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-        if not isinstance(needs_approval, bool) and not callable(needs_approval):
-            raise TypeError(f"needs_approval must be a bool or a callable, not {needs_approval!r}")
+        _check_options(timeout, needs_approval, max_concurrency, sequential)
         summary, param_docs = _parse_docstring(inspect.getdoc(function))
         self._function = function
         self._name = tool_name
@@ -145,6 +150,7 @@ class Tool(Generic[_P, _R]):
         self._eager = eager
         self._timeout = timeout
         self._needs_approval = needs_approval
+        self._max_concurrency = 1 if sequential else max_concurrency
         self._is_generator = inspect.isasyncgenfunction(function) or inspect.isasyncgenfunction(
             getattr(function, "__call__", None)  # noqa: B004 (an object with an async-gen __call__)
         )
@@ -194,6 +200,17 @@ class Tool(Generic[_P, _R]):
     def is_async(self) -> bool:
         """Whether the tool is awaited on the event loop (else it runs in a worker thread)."""
         return self._is_async
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """At most this many calls of this tool run at once per turn (``1`` for a
+        ``sequential`` tool; ``None``: only the runner's cap)."""
+        return self._max_concurrency
+
+    @property
+    def sequential(self) -> bool:
+        """Whether this tool's calls run one at a time."""
+        return self._max_concurrency == 1
 
     @property
     def is_generator(self) -> bool:
@@ -247,8 +264,13 @@ class Tool(Generic[_P, _R]):
         eager: bool | None = None,
         timeout: float | None = None,
         needs_approval: NeedsApproval | None = None,
+        max_concurrency: int | None = None,
+        sequential: bool | None = None,
     ) -> Tool[_P, _R]:
         """A copy of this tool with the given options changed (``None`` keeps the current)."""
+        cap = self._max_concurrency if max_concurrency is None else max_concurrency
+        if sequential is not None:  # True: one at a time; False: only max_concurrency's cap
+            cap = 1 if sequential else max_concurrency
         return Tool(
             self._function,
             name=self._name if name is None else name,
@@ -256,6 +278,7 @@ class Tool(Generic[_P, _R]):
             eager=self._eager if eager is None else eager,
             timeout=self._timeout if timeout is None else timeout,
             needs_approval=self._needs_approval if needs_approval is None else needs_approval,
+            max_concurrency=cap,
         )
 
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -265,7 +288,8 @@ class Tool(Generic[_P, _R]):
     def __repr__(self) -> str:
         mode = {True: "eager", False: "gated", None: "default"}[self._eager]
         kind = "async generator" if self._is_generator else "async" if self._is_async else "sync"
-        return f"<Tool {self._name!r} ({kind}, {mode})>"
+        cap = "" if self._max_concurrency is None else f", max {self._max_concurrency} at once"
+        return f"<Tool {self._name!r} ({kind}, {mode}{cap})>"
 
 
 ToolsInput: TypeAlias = (
@@ -285,6 +309,8 @@ def tool(
     eager: bool | None = None,
     timeout: float | None = None,
     needs_approval: NeedsApproval | None = None,
+    max_concurrency: int | None = None,
+    sequential: bool | None = None,
 ) -> Tool[_P, _R]: ...
 
 
@@ -297,6 +323,8 @@ def tool(
     eager: bool | None = None,
     timeout: float | None = None,
     needs_approval: NeedsApproval | None = None,
+    max_concurrency: int | None = None,
+    sequential: bool | None = None,
 ) -> Callable[[Callable[_P, _R]], Tool[_P, _R]]: ...
 
 
@@ -308,6 +336,8 @@ def tool(
     eager: bool | None = None,
     timeout: float | None = None,
     needs_approval: NeedsApproval | None = None,
+    max_concurrency: int | None = None,
+    sequential: bool | None = None,
 ) -> Tool[_P, _R] | Callable[[Callable[_P, _R]], Tool[_P, _R]]:
     """Declare a tool and its options; usable as ``tool(fn, ...)``, ``@tool`` or ``@tool(...)``.
 
@@ -323,6 +353,9 @@ def tool(
         needs_approval: ``True`` if a human must approve each call before the tool runs, or
             a function of the call (sync or async) deciding per call; ``None`` (default):
             no approval (or, given a :class:`Tool`, keep its setting).
+        max_concurrency: at most this many calls of this tool run at once per turn, next
+            to the runner's own cap; waiting calls keep their ready order.
+        sequential: ``True`` to run this tool's calls one at a time, in ready order.
 
     Returns:
         A :class:`Tool` (or a decorator making one). Given a :class:`Tool`, returns a copy
@@ -338,6 +371,8 @@ def tool(
                 eager=eager,
                 timeout=timeout,
                 needs_approval=needs_approval,
+                max_concurrency=max_concurrency,
+                sequential=sequential,
             )
         return Tool(
             fn,
@@ -346,11 +381,26 @@ def tool(
             eager=eager,
             timeout=timeout,
             needs_approval=False if needs_approval is None else needs_approval,
+            max_concurrency=max_concurrency,
+            sequential=bool(sequential),
         )
 
     if function is None:
         return make
     return make(function)
+
+
+def _check_options(
+    timeout: float | None, needs_approval: object, cap: int | None, sequential: bool
+) -> None:
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise ValueError(f"max_concurrency must be a positive int, not {cap!r}")
+    if sequential and cap not in (None, 1):
+        raise ValueError(f"sequential=True runs one call at a time, not max_concurrency={cap}")
+    if not isinstance(needs_approval, bool) and not callable(needs_approval):
+        raise TypeError(f"needs_approval must be a bool or a callable, not {needs_approval!r}")
 
 
 def tools_by_name(tools: ToolsInput) -> dict[str, Tool[..., Any]]:

@@ -15,8 +15,9 @@ listens to the machine's change feed. Each call goes through:
    gated call when the turn has ended ok and it is approved, in either order (every gated
    call fails with ``not_executed`` if the turn ended not ok, without asking anybody);
 4. a slot: whenever one of ``max_concurrency`` slots is free, the oldest call of the run
-   queue gets it, and only then is its task started: so tools start in ready order, on
-   every backend;
+   queue whose tool is under its own cap (``tool(fn, max_concurrency=N)`` or
+   ``sequential=True``) gets it, and only then is its task started: so tools start in
+   ready order, on every backend;
 5. the tool runs in its own cancel scope; its outcome is applied as a ``result`` or an
    ``error`` event.
 
@@ -56,6 +57,7 @@ from . import _outcomes as outcomes
 from ._approval import Approvals, Resumed, _Call
 from ._invoke import Raised, describe, invoke
 from ._progress import ProgressUpdate
+from ._slots import RunQueue
 
 if TYPE_CHECKING:
     from . import ToolRunner
@@ -91,7 +93,7 @@ class Turn(Approvals, ChangeListener):
         self._idle: anyio.Event | None = None  # set when nothing awaits a decision
         self._gated: deque[str] = deque()  # waiting for the end of the turn
         self._gate_opened = False
-        self._queue: deque[str] = deque()  # waiting for a slot, in ready order
+        self._queue = RunQueue()  # waiting for a slot, in ready order, per-tool caps
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope: anyio.CancelScope | None = None
 
@@ -209,14 +211,14 @@ class Turn(Approvals, ChangeListener):
         """Approved (or no approval needed): queue it, or hold it at the gate."""
         call_id = item.call.id
         if not item.gated:
-            self._queue.append(call_id)
+            self._queue.push(item.spec.name, call_id)
             self._dispatch()
         elif not self._gate_opened:
             self._gated.append(call_id)
         else:
             end = self._tracker.end
             if end is not None and end.ok:
-                self._queue.append(call_id)
+                self._queue.push(item.spec.name, call_id)
                 self._dispatch()
             else:
                 self._fail(item.call, outcomes.not_executed(item.call, end.reason if end else None))
@@ -229,7 +231,10 @@ class Turn(Approvals, ChangeListener):
         self._gate_opened = True
         gated, self._gated = self._gated, deque()
         if end.ok:
-            self._queue.extend(gated)
+            for call_id in gated:
+                item = self._calls.get(call_id)
+                if item is not None:
+                    self._queue.push(item.spec.name, call_id)
             self._dispatch()
             return
         undecided = [item.call.id for item in self._awaiting.values() if item.gated]
@@ -239,14 +244,19 @@ class Turn(Approvals, ChangeListener):
                 self._fail(item.call, outcomes.not_executed(item.call, end.reason))
 
     def _dispatch(self) -> None:
-        """Give free slots to the oldest queued calls that are still running."""
+        """Give free slots to the oldest queued calls that are still running and whose tool
+        is under its own cap (ready order among the calls of one tool, always)."""
         queue, tg, scope = self._queue, self._tg, self._scope
         if tg is None or scope is None or scope.cancel_called:
             return  # the run is over (or stopping): nothing more starts
         while queue and self._free > 0:
-            call_id = queue.popleft()
+            taken = queue.pop(self._cap)
+            if taken is None:
+                return  # every queued call's tool is at its cap
+            name, call_id = taken
             item = self._calls.get(call_id)
             if item is None or self._tracker.status(call_id) is not _RUNNING:
+                queue.release(name)
                 self._calls.pop(call_id, None)
                 continue  # no longer running: never executed, outcome left as it is
             self._free -= 1
@@ -307,7 +317,13 @@ class Turn(Approvals, ChangeListener):
         finally:
             self._drop(call.id)
             self._free += 1
+            self._queue.release(spec.name)
             self._dispatch()
+
+    def _cap(self, name: str) -> float:
+        spec = self._tools.get(name)
+        cap = spec.max_concurrency if spec is not None else None
+        return math.inf if cap is None else cap
 
     def _progress_of(self, item: _Call) -> Callable[[Any], None] | None:
         control = self._control
