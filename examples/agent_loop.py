@@ -11,13 +11,13 @@ Anthropic streams deliver parallel calls:
 
 The runner executes each call the moment it is ready; then the timeline shows the overlap
 with the stream, and the follow-up messages are printed in OpenAI Chat format, ready for the
-next request. Run it with ``python examples/agent_loop.py`` (add ``--trio`` for trio).
+next request. Run it with ``python examples/agent_loop.py`` (add ``--backend trio`` for trio).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any, Literal
@@ -174,4 +174,9 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, backend="trio" if "--trio" in sys.argv else "asyncio")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    parser.add_argument("--trio", action="store_true", help=argparse.SUPPRESS)  # the old flag
+    options = parser.parse_args()
+    backend = "trio" if options.trio else options.backend
+    anyio.run(main, backend=backend)

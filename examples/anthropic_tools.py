@@ -4,7 +4,7 @@ With ANTHROPIC_API_KEY set, this asks the real Messages API. Without it, the off
 ``anthropic`` client is pointed at a bundled transcript (an SSE body served by an in-process
 HTTP transport), so the example always runs offline:
 
-    python examples/anthropic_tools.py
+    python examples/anthropic_tools.py [--backend asyncio|trio]
 
 Each tool starts as soon as its ``content_block_stop`` arrives, while the model may still
 be writing the next call; the tracker records the results.
@@ -12,6 +12,7 @@ be writing the next call; the tracker records the results.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from pathlib import Path
@@ -120,4 +121,9 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    parser.add_argument("--trio", action="store_true", help=argparse.SUPPRESS)  # the old flag
+    options = parser.parse_args()
+    backend = "trio" if options.trio else options.backend
+    anyio.run(main, backend=backend)

@@ -1,9 +1,11 @@
 """The seed walk-through: one call streamed in pieces, then its result.
 
-Run: .venv/bin/python examples/quickstart.py
+Run: .venv/bin/python examples/quickstart.py [--backend asyncio|trio]
 """
 
 from __future__ import annotations
+
+import argparse
 
 import anyio
 
@@ -45,5 +47,10 @@ async def asynchronous() -> None:
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    parser.add_argument("--trio", action="store_true", help=argparse.SUPPRESS)  # the old flag
+    options = parser.parse_args()
+    backend = "trio" if options.trio else options.backend
     synchronous()
-    anyio.run(asynchronous)
+    anyio.run(asynchronous, backend=backend)

@@ -30,3 +30,24 @@ def test_agent_loop_example(backend: str, capsys: pytest.CaptureFixture[str]) ->
     assert json.loads(replies["call_fx"]) == {"amount": 1344.0, "currency": "NOK"}
     # The slow eager tool started while the model was still streaming.
     assert "'call_w1'" in out.split("still streaming:")[1].splitlines()[0]
+
+
+APPROVALS = EXAMPLE.parent / "approvals.py"
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_approvals_example(backend: str, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = importlib.util.spec_from_file_location("approvals_example", APPROVALS)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    anyio.run(module.main, backend=backend)
+    out = capsys.readouterr().out
+    assert "(get_balance is running)" in out  # decided while another tool ran
+    assert "c3 transfer     running" in out  # pending at the end of request 1
+    assert "retried request 2: ['already_finished', 'already_finished']" in out
+    messages = json.loads(out[out.index("[\n") :])
+    replies = {m["tool_call_id"]: m["content"] for m in messages}
+    assert replies["c3"] == "sent 300 to carol"
+    assert json.loads(replies["c4"])["error"]["kind"] == "approval_denied"

@@ -15,8 +15,13 @@ The public surface, re-exported here:
   :class:`InvalidArguments`, :class:`IncompleteArguments`, :class:`ArgumentsTooLarge`);
 - :class:`Limits` for hostile input, with :data:`DEFAULT_LIMITS`;
 - the tool runner: :class:`ToolRunner` / :func:`run_tools`, :func:`tool` / :class:`Tool`,
-  and its error values (:class:`ValidationFailed`, :class:`UnknownTool`,
-  :class:`ToolRaised`, :class:`CallTimedOut`, :class:`NotExecuted`, :class:`CallCancelled`).
+  its per-run handle :class:`RunControl` and the :class:`ProgressUpdate` it publishes,
+  approvals across requests
+  (:class:`PendingApprovals`, :class:`PendingApproval`, :class:`ApprovalDecision`,
+  :class:`FinishedCalls`, :class:`InMemoryFinishedCalls`, :func:`merge_calls`,
+  :class:`ApprovalRefused`), and its error values (:class:`ValidationFailed`,
+  :class:`UnknownTool`, :class:`ToolRaised`, :class:`CallTimedOut`, :class:`NotExecuted`,
+  :class:`CallCancelled`, :class:`ApprovalDenied`).
 
 Provider-specific pieces live in submodules: :mod:`toolcall_tracker.adapters` (stream
 adapters), :mod:`toolcall_tracker.tools` (tool definitions per provider) and
@@ -41,6 +46,7 @@ if TYPE_CHECKING:
     from .calls import Status, ToolCall
     from .changes import ChangeListener
     from .errors import (
+        ApprovalRefused,
         ArgumentsTooLarge,
         CallFailure,
         IncompleteArguments,
@@ -53,6 +59,7 @@ if TYPE_CHECKING:
     )
     from .events import Delta, End, Error, Event, EventInput, Ready, Result, Start, parse_event
     from .failures import (
+        ApprovalDenied,
         CallCancelled,
         CallTimedOut,
         FieldError,
@@ -63,10 +70,21 @@ if TYPE_CHECKING:
     )
     from .limits import DEFAULT_LIMITS, Limits
     from .machine import IgnoredHook, ToolCallStateMachine, tool_call_streaming_state_machine
-    from .runner import ToolRunner, run_tools
+    from .runner import (
+        ApprovalDecision,
+        FinishedCalls,
+        InMemoryFinishedCalls,
+        PendingApproval,
+        PendingApprovals,
+        ProgressUpdate,
+        RunControl,
+        ToolRunner,
+        merge_calls,
+        run_tools,
+    )
     from .sink import EventCollector, EventSink, ItemSource
     from .timeline import CallTimeline
-    from .tools import Tool, ToolsInput, tool
+    from .tools import NeedsApproval, Tool, ToolsInput, tool
     from .tracker import ToolCallTracker
 
 __version__ = "0.1.0"
@@ -76,8 +94,10 @@ _MODULE_OF: dict[str, str] = {
     "ChangeListener": "changes",
     **dict.fromkeys(
         (
+            "ApprovalRefused",
             "ArgumentsTooLarge",
             "CallFailure",
+            "InMemoryFinishedCalls",
             "IncompleteArguments",
             "InvalidArguments",
             "InvalidEvent",
@@ -94,6 +114,7 @@ _MODULE_OF: dict[str, str] = {
     ),
     **dict.fromkeys(
         (
+            "ApprovalDenied",
             "CallCancelled",
             "CallTimedOut",
             "FieldError",
@@ -109,15 +130,32 @@ _MODULE_OF: dict[str, str] = {
         ("IgnoredHook", "ToolCallStateMachine", "tool_call_streaming_state_machine"), "machine"
     ),
     "IgnoreReason": "_reducer",
-    **dict.fromkeys(("ToolRunner", "run_tools"), "runner"),
+    **dict.fromkeys(
+        (
+            "ApprovalDecision",
+            "FinishedCalls",
+            "InMemoryFinishedCalls",
+            "PendingApproval",
+            "PendingApprovals",
+            "ProgressUpdate",
+            "RunControl",
+            "ToolRunner",
+            "merge_calls",
+            "run_tools",
+        ),
+        "runner",
+    ),
     **dict.fromkeys(("EventCollector", "EventSink", "ItemSource"), "sink"),
     "CallTimeline": "timeline",
-    **dict.fromkeys(("Tool", "ToolsInput", "tool"), "tools"),
+    **dict.fromkeys(("NeedsApproval", "Tool", "ToolsInput", "tool"), "tools"),
     "ToolCallTracker": "tracker",
 }
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "ApprovalDecision",
+    "ApprovalDenied",
+    "ApprovalRefused",
     "ArgumentsTooLarge",
     "CallCancelled",
     "CallFailure",
@@ -132,16 +170,23 @@ __all__ = [
     "EventInput",
     "EventSink",
     "FieldError",
+    "FinishedCalls",
     "IgnoreReason",
     "IgnoredHook",
+    "InMemoryFinishedCalls",
     "IncompleteArguments",
     "InvalidArguments",
     "InvalidEvent",
     "ItemSource",
     "Limits",
+    "NeedsApproval",
     "NotExecuted",
+    "PendingApproval",
+    "PendingApprovals",
+    "ProgressUpdate",
     "Ready",
     "Result",
+    "RunControl",
     "Start",
     "Status",
     "Tool",
@@ -158,6 +203,7 @@ __all__ = [
     "UnknownToolCall",
     "ValidationFailed",
     "__version__",
+    "merge_calls",
     "parse_event",
     "run_tools",
     "tool",

@@ -8,7 +8,10 @@ Exceptions (raised to your code):
   never arrived before the turn ended.
 - :class:`TrackerClosed` (a :class:`RuntimeError`): the tracker was closed.
 
-All four derive from :class:`ToolCallTrackerError`.
+- :class:`ApprovalRefused` (a :class:`ValueError`): pending approvals or decisions given to
+  ``ToolRunner.resume`` do not verify (tampered, replayed, wrong key). Nothing ran.
+
+All of them derive from :class:`ToolCallTrackerError`.
 
 Error values (stored in ``ToolCall.error`` when the library itself fails a call): frozen
 pydantic models deriving from :class:`CallFailure`, each with a ``kind`` string and a
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from .calls import ToolCall
 
 __all__ = [
+    "ApprovalRefused",
     "ArgumentsTooLarge",
     "CallFailure",
     "IncompleteArguments",
@@ -73,6 +77,16 @@ class UnknownToolCall(ToolCallTrackerError, LookupError):
     def __init__(self, call_id: str, why: str) -> None:
         self.id = call_id
         super().__init__(f"no tool call {call_id!r} was started: {why}")
+
+
+class ApprovalRefused(ToolCallTrackerError, ValueError):
+    """Pending approvals or decisions that do not verify: nothing was run.
+
+    Raised by :meth:`~toolcall_tracker.runner.ToolRunner.resume` when the pending state's
+    signature does not match (tampered arguments or ids, a wrong key, unsigned state given
+    to a runner with a secret) or a decision is not bound to a pending call of that state
+    (another call's or another turn's decision, a made-up token). The message says which.
+    """
 
 
 class TrackerClosed(ToolCallTrackerError, RuntimeError):

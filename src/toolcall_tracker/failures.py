@@ -13,7 +13,8 @@ model as the call's result. The kinds:
 ``tool_exception`` :class:`ToolRaised`     the tool raised an exception
 ``timeout``        :class:`CallTimedOut`   the per-call or the overall timeout expired
 ``not_executed``   :class:`NotExecuted`    a gated tool's turn did not end normally
-``cancelled``      :class:`CallCancelled`  the runner was cancelled (or stopped) first
+``cancelled``      :class:`CallCancelled`  the runner, or this one call, was cancelled first
+``approval_denied`` :class:`ApprovalDenied` a human (or the timeout) denied the call
 =================  ======================  ================================================
 
 ``tool_started`` (on timeouts and cancellations) says whether the tool's code had begun:
@@ -29,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from .errors import CallFailure
 
 __all__ = [
+    "ApprovalDenied",
     "CallCancelled",
     "CallTimedOut",
     "FieldError",
@@ -107,8 +109,27 @@ class NotExecuted(CallFailure):
 
 
 class CallCancelled(CallFailure):
-    """The runner was cancelled (or stopped by an error) before the call finished."""
+    """The runner was cancelled (or stopped by an error), or this one call was cancelled
+    through its run's :class:`~toolcall_tracker.runner.RunControl`, before it finished.
+
+    ``reason`` is the reason given to :meth:`~toolcall_tracker.runner.RunControl.cancel`
+    (``None`` when the whole runner was cancelled).
+    """
 
     kind: Literal["cancelled"] = "cancelled"
     tool: str
     tool_started: bool
+    reason: str | None = None
+
+
+class ApprovalDenied(CallFailure):
+    """The call needed a human's approval and did not get it; the tool never ran.
+
+    ``reason`` is the reason the human gave, ``"timeout"`` when the runner's overall
+    timeout expired first, or ``"no_approver"`` when the run had no
+    :class:`~toolcall_tracker.runner.RunControl` to ask through.
+    """
+
+    kind: Literal["approval_denied"] = "approval_denied"
+    tool: str
+    reason: str

@@ -19,6 +19,11 @@ whenever it carries more than the calls (text, Anthropic thinking blocks, Gemini
 signatures, the Responses API's reasoning items) or when chaining with
 ``previous_response_id``.
 
+Every call must be finished: a builder given a call that is not (one the runner left
+``running`` because it awaits a human's approval, say) raises ``ValueError`` naming every
+such call, so no request ever sends a call without its result. ``notes`` (per call id,
+e.g. ``RunControl.notes()`` for arguments a human edited) are appended to the replies.
+
 Results are sent as JSON text where the provider wants a string (a ``str`` result is sent
 as it is) and as JSON values for Gemini; a failed call is sent as
 ``{"error": {...}}``, the structured error value (``kind``, ``message``...) as JSON.
@@ -39,7 +44,7 @@ No builder raises on a value JSON cannot hold; every one applies the same rules
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
 from ._jsonout import _escape_surrogates, _json_text, _jsonable, _plain_text
@@ -92,12 +97,21 @@ def error_text(error: Any) -> str:
     return _json_text({"error": error})
 
 
-def _reply(call: ToolCall, render_result: TextRenderer, render_error: TextRenderer) -> str:
+def _reply(
+    call: ToolCall,
+    render_result: TextRenderer,
+    render_error: TextRenderer,
+    notes: Mapping[str, str] | None = None,
+) -> str:
     """The text sent back for a finished call: its rendered result, or its rendered error,
-    with lone surrogates replaced (the text is handed to the SDK as a plain string)."""
-    if call.status is Status.ERROR:
-        return _plain_text(render_error(call.error))
-    return _plain_text(render_result(call.result))
+    with lone surrogates replaced (the text is handed to the SDK as a plain string), and
+    the call's note, if any, after a blank line."""
+    failed = call.status is Status.ERROR
+    text = render_error(call.error) if failed else render_result(call.result)
+    note = notes.get(call.id) if notes else None
+    if note:
+        text = f"{text}\n\n(Note: {note})"
+    return _plain_text(text)
 
 
 def _input(call: ToolCall) -> dict[str, Any]:
@@ -112,6 +126,7 @@ def openai_chat_messages(
     include_calls: bool = True,
     render_result: TextRenderer = result_text,
     render_error: TextRenderer = error_text,
+    notes: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Chat Completions messages: the assistant's ``tool_calls``, then ``role: tool`` replies.
 
@@ -120,6 +135,8 @@ def openai_chat_messages(
         include_calls: also return the assistant message (first) that made the calls.
         render_result: turns a result into the message content.
         render_error: turns an error value into the message content.
+        notes: a note per call id, appended to that call's reply (for example
+            ``RunControl.notes()``: the arguments a human edited before the tool ran).
 
     Returns:
         ``openai.types.chat.ChatCompletionMessageParam`` dicts (an empty list for no calls).
@@ -150,7 +167,7 @@ def openai_chat_messages(
             }
         )
     for call in finished:
-        content = _reply(call, render_result, render_error)
+        content = _reply(call, render_result, render_error, notes)
         messages.append({"role": "tool", "tool_call_id": _plain_text(call.id), "content": content})
     return messages
 
@@ -161,6 +178,7 @@ def openai_responses_items(
     include_calls: bool = True,
     render_result: TextRenderer = result_text,
     render_error: TextRenderer = error_text,
+    notes: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Responses API input items: ``function_call`` items, then ``function_call_output``.
 
@@ -186,7 +204,7 @@ def openai_responses_items(
             for call in finished
         )
     for call in finished:
-        output = _reply(call, render_result, render_error)
+        output = _reply(call, render_result, render_error, notes)
         items.append(
             {"type": "function_call_output", "call_id": _plain_text(call.id), "output": output}
         )
@@ -199,6 +217,7 @@ def anthropic_messages(
     include_calls: bool = True,
     render_result: TextRenderer = result_text,
     render_error: TextRenderer = error_text,
+    notes: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Anthropic messages: the assistant's ``tool_use`` blocks, then a user message of
     ``tool_result`` blocks (``is_error: true`` for failed calls).
@@ -237,7 +256,7 @@ def anthropic_messages(
             {
                 "type": "tool_result",
                 "tool_use_id": _plain_text(call.id),
-                "content": _reply(call, render_result, render_error),
+                "content": _reply(call, render_result, render_error, notes),
                 "is_error": failed,
             }
         )
@@ -250,6 +269,7 @@ def gemini_contents(
     *,
     include_calls: bool = True,
     include_ids: bool = False,
+    notes: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Gemini contents: a ``model`` content of ``function_call`` parts, then a ``user``
     content of ``function_response`` parts.
@@ -266,6 +286,8 @@ def gemini_contents(
             responses to calls by name and order, and Vertex AI (and some Gemini API
             versions) reject ``id`` with a 400; turn it on only when Gemini itself sent the
             ids and your endpoint accepts them.
+        notes: a note per call id, sent as ``"note"`` next to that call's output or error
+            (for example ``RunControl.notes()``).
 
     Returns:
         ``google.genai.types.Content`` dicts (an empty list for no calls).
@@ -297,6 +319,9 @@ def gemini_contents(
             response = {"error": _jsonable(call.error)}
         else:
             response = {"output": _jsonable(call.result)}
+        note = notes.get(call.id) if notes else None
+        if note:
+            response["note"] = _plain_text(note)
         name = _plain_text(call.name)
         parts.append(
             {"function_response": _with_id(call, include_ids, name=name, response=response)}
@@ -311,10 +336,15 @@ def _with_id(call: ToolCall, include_id: bool, **fields: Any) -> dict[str, Any]:
 
 def _finished(calls: Iterable[ToolCall]) -> list[ToolCall]:
     finished = list(calls)
-    for call in finished:
-        if call.status is not Status.DONE and call.status is not Status.ERROR:
-            raise ValueError(
-                f"call {call.id!r} ({call.name}) is still {call.status}: feed back finished "
-                "calls only (await the runner first)"
-            )
+    unfinished = [call for call in finished if call.status not in (Status.DONE, Status.ERROR)]
+    if unfinished:
+        named = "; ".join(
+            f"{call.id!r} ({call.name}) is still {call.status}" for call in unfinished
+        )
+        ids = ", ".join(repr(call.id) for call in unfinished)
+        raise ValueError(
+            f"calls {ids} are not finished: {named}. Feed back finished calls only: await the "
+            "runner first, and decide the calls still awaiting approval (resume them with "
+            "ToolRunner.resume and merge_calls) before building the next request"
+        )
     return finished

@@ -1,6 +1,7 @@
 """Tools: plain Python functions, their argument validation and their provider definitions.
 
-A tool is any function, sync or async. Its name is the function's ``__name__``, its
+A tool is any function, sync or async, or an async generator function (each value it
+yields is a progress update, the last one its result). Its name is the function's ``__name__``, its
 description the docstring's text before the first section (``Args:``, ``Returns:``...), and
 its parameters come from the signature: annotations (``int``, ``list[str]``, pydantic models,
 ``Annotated[str, Field(description=...)]``, ``Literal``...), defaults for optional ones, and
@@ -8,7 +9,8 @@ per-parameter descriptions from a Google-style ``Args:`` section (or ``:param na
 From that signature :class:`Tool` builds, once, a pydantic model that validates a call's
 arguments and gives the JSON Schema the providers need.
 
-:func:`tool` wraps a function to set options (name, description, eager, timeout); the
+:func:`tool` wraps a function to set options (name, description, eager, timeout,
+needs_approval, max_concurrency, sequential); the
 functions ``openai_chat_tools``, ``openai_responses_tools``, ``anthropic_tools`` and
 ``gemini_tools`` render one list of tools in each provider's request format::
 
@@ -36,15 +38,17 @@ from __future__ import annotations
 import copy
 import inspect
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar, overload
 
 from pydantic import BaseModel
 
 from ._jsonout import _plain_text
 from ._signature import _build_arguments, _is_async_callable, _json_schema, _parse_docstring
+from .calls import ToolCall
 
 __all__ = [
+    "NeedsApproval",
     "Tool",
     "ToolsInput",
     "anthropic_tools",
@@ -54,6 +58,11 @@ __all__ = [
     "tool",
     "tools_by_name",
 ]
+
+NeedsApproval: TypeAlias = bool | Callable[[ToolCall], bool | Awaitable[bool]]
+"""Whether a tool's calls need a human's approval: ``True``, ``False``, or a function of the
+call (sync or async) that decides per call, e.g. ``lambda call: call.args["amount"] > 100``.
+It is asked only for calls whose arguments fit the signature."""
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -81,9 +90,17 @@ class Tool(Generic[_P, _R]):
             until the turn is known to have ended normally, ``None`` (default) to use the
             runner's default (gated).
         timeout: seconds this tool may run per call (default: the runner's ``call_timeout``).
+        needs_approval: ``True`` if every call must be approved by a human before the tool
+            runs, or a function of the :class:`~toolcall_tracker.ToolCall` (sync or async)
+            returning whether this call must be (see the README's "Human approval").
+        max_concurrency: at most this many calls of this tool run at once in a turn
+            (``None``: only the runner's cap). Waiting calls keep their ready order.
+        sequential: run this tool's calls one at a time, in ready order (the same as
+            ``max_concurrency=1``).
 
     Raises:
-        ValueError: the name is not a valid tool name, or ``timeout`` is not positive.
+        ValueError: the name is not a valid tool name, ``timeout`` is not positive,
+            ``max_concurrency`` is not a positive int, or it contradicts ``sequential``.
         TypeError: the signature cannot be turned into an argument model.
     """
 
@@ -93,7 +110,10 @@ class Tool(Generic[_P, _R]):
         "_eager",
         "_function",
         "_is_async",
+        "_is_generator",
+        "_max_concurrency",
         "_name",
+        "_needs_approval",
         "_parameters",
         "_positional",
         "_schema",
@@ -109,6 +129,9 @@ class Tool(Generic[_P, _R]):
         description: str | None = None,
         eager: bool | None = None,
         timeout: float | None = None,
+        needs_approval: NeedsApproval = False,
+        max_concurrency: int | None = None,
+        sequential: bool = False,
     ) -> None:
         if isinstance(function, Tool):
             raise TypeError("function is already a Tool; use tool(existing, ...) to change it")
@@ -119,15 +142,19 @@ class Tool(Generic[_P, _R]):
                 "'-', starting with a letter or '_' (what OpenAI, Anthropic and Gemini all "
                 "accept; pass name=... for lambdas and callables without a usable __name__)"
             )
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        _check_options(timeout, needs_approval, max_concurrency, sequential)
         summary, param_docs = _parse_docstring(inspect.getdoc(function))
         self._function = function
         self._name = tool_name
         self._description = summary if description is None else description
         self._eager = eager
         self._timeout = timeout
-        self._is_async = _is_async_callable(function)
+        self._needs_approval = needs_approval
+        self._max_concurrency = 1 if sequential else max_concurrency
+        self._is_generator = inspect.isasyncgenfunction(function) or inspect.isasyncgenfunction(
+            getattr(function, "__call__", None)  # noqa: B004 (an object with an async-gen __call__)
+        )
+        self._is_async = self._is_generator or _is_async_callable(function)
         model, parameters, positional, var_keyword = _build_arguments(
             function, tool_name, param_docs
         )
@@ -165,9 +192,31 @@ class Tool(Generic[_P, _R]):
         return self._timeout
 
     @property
+    def needs_approval(self) -> NeedsApproval:
+        """``True``/``False``, or the function deciding per call whether a human must approve."""
+        return self._needs_approval
+
+    @property
     def is_async(self) -> bool:
         """Whether the tool is awaited on the event loop (else it runs in a worker thread)."""
         return self._is_async
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """At most this many calls of this tool run at once per turn (``1`` for a
+        ``sequential`` tool; ``None``: only the runner's cap)."""
+        return self._max_concurrency
+
+    @property
+    def sequential(self) -> bool:
+        """Whether this tool's calls run one at a time."""
+        return self._max_concurrency == 1
+
+    @property
+    def is_generator(self) -> bool:
+        """Whether the tool is an async generator: each value it yields is progress, the
+        last one its result (it runs on the event loop)."""
+        return self._is_generator
 
     @property
     def arguments_model(self) -> type[BaseModel]:
@@ -214,14 +263,22 @@ class Tool(Generic[_P, _R]):
         description: str | None = None,
         eager: bool | None = None,
         timeout: float | None = None,
+        needs_approval: NeedsApproval | None = None,
+        max_concurrency: int | None = None,
+        sequential: bool | None = None,
     ) -> Tool[_P, _R]:
         """A copy of this tool with the given options changed (``None`` keeps the current)."""
+        cap = self._max_concurrency if max_concurrency is None else max_concurrency
+        if sequential is not None:  # True: one at a time; False: only max_concurrency's cap
+            cap = 1 if sequential else max_concurrency
         return Tool(
             self._function,
             name=self._name if name is None else name,
             description=self._description if description is None else description,
             eager=self._eager if eager is None else eager,
             timeout=self._timeout if timeout is None else timeout,
+            needs_approval=self._needs_approval if needs_approval is None else needs_approval,
+            max_concurrency=cap,
         )
 
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -230,7 +287,9 @@ class Tool(Generic[_P, _R]):
 
     def __repr__(self) -> str:
         mode = {True: "eager", False: "gated", None: "default"}[self._eager]
-        return f"<Tool {self._name!r} ({'async' if self._is_async else 'sync'}, {mode})>"
+        kind = "async generator" if self._is_generator else "async" if self._is_async else "sync"
+        cap = "" if self._max_concurrency is None else f", max {self._max_concurrency} at once"
+        return f"<Tool {self._name!r} ({kind}, {mode}{cap})>"
 
 
 ToolsInput: TypeAlias = (
@@ -249,6 +308,9 @@ def tool(
     description: str | None = None,
     eager: bool | None = None,
     timeout: float | None = None,
+    needs_approval: NeedsApproval | None = None,
+    max_concurrency: int | None = None,
+    sequential: bool | None = None,
 ) -> Tool[_P, _R]: ...
 
 
@@ -260,6 +322,9 @@ def tool(
     description: str | None = None,
     eager: bool | None = None,
     timeout: float | None = None,
+    needs_approval: NeedsApproval | None = None,
+    max_concurrency: int | None = None,
+    sequential: bool | None = None,
 ) -> Callable[[Callable[_P, _R]], Tool[_P, _R]]: ...
 
 
@@ -270,6 +335,9 @@ def tool(
     description: str | None = None,
     eager: bool | None = None,
     timeout: float | None = None,
+    needs_approval: NeedsApproval | None = None,
+    max_concurrency: int | None = None,
+    sequential: bool | None = None,
 ) -> Tool[_P, _R] | Callable[[Callable[_P, _R]], Tool[_P, _R]]:
     """Declare a tool and its options; usable as ``tool(fn, ...)``, ``@tool`` or ``@tool(...)``.
 
@@ -282,6 +350,12 @@ def tool(
             normally; ``None`` (default) for the runner's default, which is gated.
         timeout: seconds each call of this tool may run (overrides the runner's
             ``call_timeout``).
+        needs_approval: ``True`` if a human must approve each call before the tool runs, or
+            a function of the call (sync or async) deciding per call; ``None`` (default):
+            no approval (or, given a :class:`Tool`, keep its setting).
+        max_concurrency: at most this many calls of this tool run at once per turn, next
+            to the runner's own cap; waiting calls keep their ready order.
+        sequential: ``True`` to run this tool's calls one at a time, in ready order.
 
     Returns:
         A :class:`Tool` (or a decorator making one). Given a :class:`Tool`, returns a copy
@@ -292,13 +366,41 @@ def tool(
         if isinstance(fn, Tool):
             existing: Tool[_P, _R] = fn
             return existing.with_options(
-                name=name, description=description, eager=eager, timeout=timeout
+                name=name,
+                description=description,
+                eager=eager,
+                timeout=timeout,
+                needs_approval=needs_approval,
+                max_concurrency=max_concurrency,
+                sequential=sequential,
             )
-        return Tool(fn, name=name, description=description, eager=eager, timeout=timeout)
+        return Tool(
+            fn,
+            name=name,
+            description=description,
+            eager=eager,
+            timeout=timeout,
+            needs_approval=False if needs_approval is None else needs_approval,
+            max_concurrency=max_concurrency,
+            sequential=bool(sequential),
+        )
 
     if function is None:
         return make
     return make(function)
+
+
+def _check_options(
+    timeout: float | None, needs_approval: object, cap: int | None, sequential: bool
+) -> None:
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        raise ValueError(f"max_concurrency must be a positive int, not {cap!r}")
+    if sequential and cap not in (None, 1):
+        raise ValueError(f"sequential=True runs one call at a time, not max_concurrency={cap}")
+    if not isinstance(needs_approval, bool) and not callable(needs_approval):
+        raise TypeError(f"needs_approval must be a bool or a callable, not {needs_approval!r}")
 
 
 def tools_by_name(tools: ToolsInput) -> dict[str, Tool[..., Any]]:

@@ -53,14 +53,39 @@ against ``max_concurrency``). The runner keeps per-call state only until the cal
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ..calls import ToolCall
 from ..tools import Tool, ToolsInput, tools_by_name
 from ..tracker import ToolCallTracker
+from ._approval import Resumed
+from ._control import RunControl
+from ._pending import (
+    ApprovalDecision,
+    FinishedCalls,
+    InMemoryFinishedCalls,
+    PendingApproval,
+    PendingApprovals,
+    _pending,
+    _verify,
+    merge_calls,
+)
+from ._progress import ProgressUpdate
 from ._turn import Turn
 
-__all__ = ["ToolRunner", "run_tools"]
+__all__ = [
+    "ApprovalDecision",
+    "FinishedCalls",
+    "InMemoryFinishedCalls",
+    "PendingApproval",
+    "PendingApprovals",
+    "ProgressUpdate",
+    "RunControl",
+    "ToolRunner",
+    "merge_calls",
+    "run_tools",
+]
 
 
 class ToolRunner:
@@ -83,6 +108,13 @@ class ToolRunner:
         call_timeout: seconds each tool may run (``None``: no limit). Does not count the
             wait for the turn's end or for a slot. A tool's own ``timeout`` overrides it.
         timeout: seconds the whole :meth:`run` may spend on tools (``None``: no limit).
+            An in-process wait for approval counts: a call still undecided when it
+            expires is denied with reason ``"timeout"``.
+        approval_secret: the key that signs pending approvals and binds decisions to
+            their calls (HMAC-SHA256). Without it they carry plain digests, which catch
+            mistakes but not forgery: set it whenever decisions come from a client.
+        finished_calls: the store of calls a :meth:`resume` has acted on, so none runs
+            twice (default: an :class:`InMemoryFinishedCalls` of this runner's).
 
     Raises:
         ValueError: a limit is not positive, or two tools share a name.
@@ -96,6 +128,8 @@ class ToolRunner:
         max_concurrency: int | None = None,
         call_timeout: float | None = None,
         timeout: float | None = None,
+        approval_secret: bytes | str | None = None,
+        finished_calls: FinishedCalls | None = None,
     ) -> None:
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool)
@@ -111,18 +145,33 @@ class ToolRunner:
         self._max_concurrency = max_concurrency
         self._call_timeout = call_timeout
         self._timeout = timeout
+        self._secret = (
+            approval_secret.encode() if isinstance(approval_secret, str) else approval_secret
+        )
+        self._finished_calls = (
+            finished_calls if finished_calls is not None else InMemoryFinishedCalls()
+        )
 
     @property
     def tools(self) -> dict[str, Tool[..., Any]]:
         """The tools by name (a copy). Pass it to the provider definition helpers."""
         return dict(self._tools)
 
-    async def run(self, tracker: ToolCallTracker) -> list[ToolCall]:
+    async def run(
+        self, tracker: ToolCallTracker, *, control: RunControl | None = None
+    ) -> list[ToolCall]:
         """Run every call of ``tracker``'s turn; return when all finished and the turn ended.
 
         Call it in the task group that consumes the model's stream. The runner handles
         every call of the turn (one runner per tracker): each one that becomes ready ends
-        ``done`` or ``error``.
+        ``done`` or ``error``, except, with ``RunControl(defer_approvals=True)``, the calls
+        still awaiting approval: they stay ``running`` and ``control.pending`` holds them.
+
+        Args:
+            tracker: the turn's tracker.
+            control: the handle through which the application decides approvals, cancels
+                calls and watches progress (one per run). Without one, a call that needs
+                approval is denied (reason ``"no_approver"``).
 
         Returns:
             ``tracker.list()``: the snapshots of the calls the tracker retains, in start
@@ -132,8 +181,59 @@ class ToolRunner:
         Raises:
             Whatever cancelled it (after moving the unfinished calls to ``error``).
         """
-        await Turn(self, tracker).go()
+        await Turn(self, tracker, control).go()
         return tracker.list()
+
+    async def resume(
+        self,
+        pending: PendingApprovals,
+        decisions: Iterable[ApprovalDecision],
+        *,
+        control: RunControl | None = None,
+    ) -> list[ToolCall]:
+        """Resume a turn's pending approvals with decisions (typically in a later request).
+
+        Verifies ``pending`` and every decision first (signature, and each decision's
+        binding to its call's id, exact arguments and turn), then, for the decided calls
+        only, in the order they asked: records each in :attr:`finished_calls` (a call
+        recorded before, by an earlier resume, ends ``error`` with ``not_executed``
+        reason ``already_finished`` and is not run again), runs the approved ones (with
+        edited arguments if given, validated again) and fails the denied ones with
+        ``ApprovalDenied``. The runner's limits apply as in :meth:`run`.
+
+        Calls without a decision are left out and stay pending: ``control.pending`` holds
+        them (re-signed, same turn), and ``pending`` itself stays valid for them.
+
+        Returns:
+            The decided calls, finished (a fresh tracker's ``list()``); combine them with
+            the first run's calls with :func:`merge_calls` to feed the turn back.
+
+        Raises:
+            ApprovalRefused: ``pending`` or a decision does not verify; nothing ran.
+        """
+        decided = _verify(self._secret, pending, decisions)
+        already: set[str] = set()
+        chosen = [call for call in pending.calls if call.call_id in decided]
+        for call in chosen:
+            if not await self._finished_calls.add(f"{pending.nonce}:{call.call_id}"):
+                already.add(call.call_id)
+        tracker = ToolCallTracker()
+        for call in chosen:
+            tracker.write_start(call.call_id, call.tool)
+            tracker.write_delta(call.call_id, call.args_text)
+            tracker.write_ready(call.call_id)
+        tracker.write_end(True)
+        rest = [call for call in pending.calls if call.call_id not in decided]
+        turn = Turn(self, tracker, control, Resumed(pending.nonce, decided, already))
+        await turn.go()
+        if control is not None and rest:
+            control._pending = _pending(self._secret, pending.nonce, rest)
+        return tracker.list()
+
+    @property
+    def finished_calls(self) -> FinishedCalls:
+        """The store of calls a :meth:`resume` has acted on (see :class:`FinishedCalls`)."""
+        return self._finished_calls
 
 
 async def run_tools(

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import anyio.to_thread
 
 from ..tools import Tool
+from ._progress import drive
 
 
 class Raised:
@@ -40,9 +42,16 @@ def describe(exc: BaseException) -> str:
 
 
 async def invoke(
-    spec: Tool[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], scopes: tuple[Any, ...]
+    spec: Tool[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    scopes: tuple[Any, ...],
+    progress: Callable[[Any], None] | None = None,
 ) -> Any:
     """Run the tool; return its value or a :class:`Raised`.
+
+    An async-generator tool is driven to its end: each value it yields goes to
+    ``progress`` and the last one is the value (see :mod:`._progress`).
 
     ``scopes`` are the cancel scopes whose cancellation is real for this call (the
     per-call timeout, the call's own scope, the run's scope): a cancellation exception
@@ -50,6 +59,8 @@ async def invoke(
     and is its fault like any other exception.
     """
     try:
+        if spec.is_generator:
+            return await drive(spec.function(*args, **kwargs), progress or _ignore)
         if spec.is_async:
             return await spec.function(*args, **kwargs)
         result = await anyio.to_thread.run_sync(
@@ -66,6 +77,10 @@ async def invoke(
         raise
     except BaseException as exc:  # SystemExit, GeneratorExit, Exception...: contained
         return Raised(exc)
+
+
+def _ignore(value: Any) -> None:
+    pass
 
 
 def _contained(function: Any) -> Any:

@@ -6,12 +6,19 @@ listens to the machine's change feed. Each call goes through:
 1. admission, at once: the tool is looked up and the arguments validated (on a fresh copy
    parsed from the call's text, so a tool that mutates its arguments changes nobody
    else's); a failure ends the call here;
-2. a queue, in ready order: an eager call joins the run queue at once, a gated call when
-   the turn has ended ok (every gated call fails with ``not_executed`` if it ended not ok);
-3. a slot: whenever one of ``max_concurrency`` slots is free, the oldest call of the run
-   queue gets it, and only then is its task started: so tools start in ready order, on
-   every backend;
-4. the tool runs in its own cancel scope; its outcome is applied as a ``result`` or an
+2. approval, if its tool needs it (``needs_approval``, or its predicate says so): the call
+   is published to the run's :class:`RunControl` and waits for a decision while the others
+   go on; a denial fails it (``approval_denied``), an approval (with edited arguments,
+   validated again) lets it go on. Resumed turns (``ToolRunner.resume``) bring their
+   decisions with them. Without a control, a call that needs approval is denied;
+3. a queue, in ready order: an eager call joins the run queue at once (once approved), a
+   gated call when the turn has ended ok and it is approved, in either order (every gated
+   call fails with ``not_executed`` if the turn ended not ok, without asking anybody);
+4. a slot: whenever one of ``max_concurrency`` slots is free, the oldest call of the run
+   queue whose tool is under its own cap (``tool(fn, max_concurrency=N)`` or
+   ``sequential=True``) gets it, and only then is its task started: so tools start in
+   ready order, on every backend;
+5. the tool runs in its own cancel scope; its outcome is applied as a ``result`` or an
    ``error`` event.
 
 Live state: before a call takes a slot, and when it is granted one, the runner reads its
@@ -20,12 +27,18 @@ code applied an ``error``, the tracker closed) is never executed, and its outcom
 as the tracker has it. If a call leaves ``running`` through anybody else while its tool
 runs, the feed tells the runner, which cancels that tool. Per-call state is dropped as soon
 as the call finishes, so a long run's memory stays flat.
+
+End of a run: once the turn has ended and the gate opened, an in-process run waits until no
+call awaits a decision (nor a predicate deciding whether one must); a deferred one
+(``RunControl(defer_approvals=True)``) does not, and leaves the calls awaiting approval
+``running``, handing their :class:`PendingApprovals` to the control.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import secrets
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -38,21 +51,17 @@ from .._json import _ArgumentsError, parse_json
 from ..calls import Status, ToolCall
 from ..changes import ChangeListener
 from ..errors import CallFailure, TrackerClosed
-from ..failures import (
-    CallCancelled,
-    CallTimedOut,
-    FieldError,
-    NotExecuted,
-    ToolRaised,
-    UnknownTool,
-    ValidationFailed,
-)
-from ..tools import Tool
+from ..failures import ToolRaised, UnknownTool
 from ..tracker import ToolCallTracker
+from . import _outcomes as outcomes
+from ._approval import Approvals, Resumed, _Call
 from ._invoke import Raised, describe, invoke
+from ._progress import ProgressUpdate
+from ._slots import RunQueue
 
 if TYPE_CHECKING:
     from . import ToolRunner
+    from ._control import RunControl
 
 logger: Final = logging.getLogger("toolcall_tracker.runner")
 
@@ -60,44 +69,44 @@ _RUNNING: Final = Status.RUNNING
 _FINISHED: Final = (Status.DONE, Status.ERROR)
 
 
-class _Call:
-    """What the runner keeps of one admitted call, until it finishes."""
-
-    __slots__ = ("args", "call", "kwargs", "scope", "spec", "tool_started")
-
-    def __init__(
-        self, call: ToolCall, spec: Tool[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
-        self.call = call
-        self.spec = spec
-        self.args = args
-        self.kwargs = kwargs
-        self.scope: anyio.CancelScope | None = None  # set while its task runs
-        self.tool_started = False
-
-
-class Turn(ChangeListener):
+class Turn(Approvals, ChangeListener):
     """The state of one :meth:`ToolRunner.run` (a listener of the tracker's feed)."""
 
-    def __init__(self, runner: ToolRunner, tracker: ToolCallTracker) -> None:
+    def __init__(
+        self,
+        runner: ToolRunner,
+        tracker: ToolCallTracker,
+        control: RunControl | None = None,
+        resumed: Resumed | None = None,
+    ) -> None:
         self._runner = runner
         self._tools = runner._tools
         self._tracker = tracker
+        self._control = control
+        self._resumed = resumed
+        self._nonce = resumed.nonce if resumed is not None else secrets.token_urlsafe(16)
         self._free = runner._max_concurrency or math.inf
         self._deadline = math.inf
         self._calls: dict[str, _Call] = {}  # admitted and not finished
+        self._awaiting: dict[str, _Call] = {}  # waiting for a decision, in asking order
+        self._deciding = 0  # predicates still deciding whether a call needs approval
+        self._idle: anyio.Event | None = None  # set when nothing awaits a decision
         self._gated: deque[str] = deque()  # waiting for the end of the turn
-        self._queue: deque[str] = deque()  # waiting for a slot, in ready order
+        self._gate_opened = False
+        self._queue = RunQueue()  # waiting for a slot, in ready order, per-tool caps
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope: anyio.CancelScope | None = None
 
     async def go(self) -> None:
-        tracker = self._tracker
+        tracker, control = self._tracker, self._control
         calls = tracker.ready_calls()
         timeout = self._runner._timeout
         if timeout is not None:
             self._deadline = anyio.current_time() + timeout
+        if control is not None:
+            control._attach(self)
         tracker.subscribe(self)
+        pending = None
         try:
             with anyio.CancelScope(deadline=self._deadline) as scope:
                 self._scope = scope
@@ -106,10 +115,15 @@ class Turn(ChangeListener):
                     async for call in calls:
                         self._admit(call)
                     self._open_gate()
+                    if control is not None and not control.defer_approvals:
+                        await self._until_decided()
             if scope.cancelled_caught:  # the overall timeout expired
+                for item in list(self._awaiting.values()):
+                    self._fail(item.call, outcomes.denied(item.call, "timeout", timeout))
                 self._sweep(lambda call, started: self._timed_out(call, "run", started))
                 async for call in calls:  # later calls cannot run any more; fail them
                     self._fail_if_running(call, self._timed_out(call, "run", False))
+            pending = self.pending()
         except BaseException as exc:
             # Cancelled from outside, or something went badly wrong: nothing stays running.
             reason = (
@@ -117,20 +131,37 @@ class Turn(ChangeListener):
                 if isinstance(exc, anyio.get_cancelled_exc_class())
                 else f"the tool runner stopped: {describe(exc)}"
             )
-            self._sweep(lambda call, started: self._cancelled(call, started, reason))
+            self._sweep(lambda call, started: outcomes.cancelled(call, started, reason))
             raise
         finally:
             tracker.unsubscribe(self)
+            if control is not None:
+                control._detach(pending)
 
     # -- the change feed ----------------------------------------------------------------
 
     def call_changed(self, call_id: str, before: Status | None, after: Status) -> None:
         if after in _FINISHED:
-            item = self._calls.pop(call_id, None)
+            item = self._drop(call_id)
             if item is not None and item.scope is not None:
                 item.scope.cancel()  # finished by somebody else while its tool ran
 
-    # -- admission, gate, slots ---------------------------------------------------------
+    # -- what the control reaches -------------------------------------------------------
+
+    def cancel(self, call_id: str, reason: str) -> bool:
+        """Cancel one call wherever it is (deciding, awaiting approval, at the gate, queued,
+        running): it ends ``error`` with ``cancelled``; nothing else is touched."""
+        item = self._calls.get(call_id)
+        if item is None or self._tracker.status(call_id) is not _RUNNING:
+            return False
+        scope = item.scope
+        why = f"the call was cancelled ({reason})"
+        self._fail(item.call, outcomes.cancelled(item.call, item.tool_started, why, reason))
+        if scope is not None:
+            scope.cancel()  # its task sees the call finished and leaves it as it is
+        return True
+
+    # -- admission, approval, gate, slots -----------------------------------------------
 
     def _admit(self, call: ToolCall) -> None:
         if self._tracker.status(call.id) is not _RUNNING:
@@ -155,53 +186,77 @@ class Turn(ChangeListener):
         try:
             args, kwargs = spec.bind(arguments)
         except ValidationError as exc:
-            failure = _validation_failure(call.name, exc)
+            failure = outcomes.validation_failure(call.name, exc)
             logger.info("call %r: %s", call.id, failure.message)
             self._fail(call, failure)
             return
-        self._calls[call.id] = _Call(call, spec, args, kwargs)
         eager = self._runner._eager if spec.eager is None else spec.eager
-        if eager:
-            self._queue.append(call.id)
+        item = _Call(call, spec, args, kwargs, gated=not eager)
+        self._calls[call.id] = item
+        resumed = self._resumed
+        if resumed is not None:
+            decision = resumed.decisions.get(call.id)
+            if call.id in resumed.already:
+                self._fail(call, outcomes.already_finished(call))
+            elif decision is None:  # pragma: no cover (resume replays decided calls only)
+                self._ask(item)
+            else:
+                self._apply_decision(
+                    item, decision.approved, decision.arguments, decision.reason or "denied"
+                )
+            return
+        self._decide_need(item)
+
+    def _proceed(self, item: _Call) -> None:
+        """Approved (or no approval needed): queue it, or hold it at the gate."""
+        call_id = item.call.id
+        if not item.gated:
+            self._queue.push(item.spec.name, call_id)
             self._dispatch()
+        elif not self._gate_opened:
+            self._gated.append(call_id)
         else:
-            self._gated.append(call.id)
+            end = self._tracker.end
+            if end is not None and end.ok:
+                self._queue.push(item.spec.name, call_id)
+                self._dispatch()
+            else:
+                self._fail(item.call, outcomes.not_executed(item.call, end.reason if end else None))
 
     def _open_gate(self) -> None:
         """The turn has ended: gated calls join the run queue, or fail if it was not ok."""
         end = self._tracker.end
-        if end is None or not self._gated:
+        if end is None:
             return
+        self._gate_opened = True
         gated, self._gated = self._gated, deque()
         if end.ok:
-            self._queue.extend(gated)
+            for call_id in gated:
+                item = self._calls.get(call_id)
+                if item is not None:
+                    self._queue.push(item.spec.name, call_id)
             self._dispatch()
             return
-        why = f" ({end.reason})" if end.reason else ""
-        for call_id in gated:
+        undecided = [item.call.id for item in self._awaiting.values() if item.gated]
+        for call_id in [*gated, *undecided]:
             item = self._calls.get(call_id)
             if item is not None and self._tracker.status(call_id) is _RUNNING:
-                name = item.call.name
-                self._fail(
-                    item.call,
-                    NotExecuted(
-                        message=f"tool {name!r} was not executed: the model's turn ended "
-                        f"abnormally{why}, and this tool only runs after a turn that ended "
-                        "normally",
-                        tool=name,
-                        reason=end.reason,
-                    ),
-                )
+                self._fail(item.call, outcomes.not_executed(item.call, end.reason))
 
     def _dispatch(self) -> None:
-        """Give free slots to the oldest queued calls that are still running."""
+        """Give free slots to the oldest queued calls that are still running and whose tool
+        is under its own cap (ready order among the calls of one tool, always)."""
         queue, tg, scope = self._queue, self._tg, self._scope
         if tg is None or scope is None or scope.cancel_called:
             return  # the run is over (or stopping): nothing more starts
         while queue and self._free > 0:
-            call_id = queue.popleft()
+            taken = queue.pop(self._cap)
+            if taken is None:
+                return  # every queued call's tool is at its cap
+            name, call_id = taken
             item = self._calls.get(call_id)
             if item is None or self._tracker.status(call_id) is not _RUNNING:
+                queue.release(name)
                 self._calls.pop(call_id, None)
                 continue  # no longer running: never executed, outcome left as it is
             self._free -= 1
@@ -223,14 +278,16 @@ class Turn(ChangeListener):
                 tracker.mark_tool_started(call.id)
                 item.tool_started = True
                 with anyio.move_on_after(math.inf if timeout is None else timeout) as limit:
-                    result = await invoke(spec, item.args, item.kwargs, (limit, scope))
+                    result = await invoke(
+                        spec, item.args, item.kwargs, (limit, scope), self._progress_of(item)
+                    )
                 tracker.mark_tool_finished(call.id)
             if scope.cancelled_caught:  # finished by somebody else: leave it as it is
                 if item.tool_started:
                     tracker.mark_tool_finished(call.id)
                 return
             if limit.cancelled_caught:
-                self._fail(call, self._timed_out(call, "call", True, timeout))
+                self._fail(call, outcomes.timed_out(call, "call", True, timeout))
             elif type(result) is Raised:
                 exc = result.exception
                 logger.warning(
@@ -252,41 +309,39 @@ class Turn(ChangeListener):
             if anyio.current_time() >= self._deadline:
                 failure: CallFailure = self._timed_out(call, "run", item.tool_started)
             else:
-                failure = self._cancelled(call, item.tool_started, "the tool runner was cancelled")
+                failure = outcomes.cancelled(
+                    call, item.tool_started, "the tool runner was cancelled"
+                )
             self._fail_if_running(call, failure)
             raise
         finally:
-            self._calls.pop(call.id, None)
+            self._drop(call.id)
             self._free += 1
+            self._queue.release(spec.name)
             self._dispatch()
+
+    def _cap(self, name: str) -> float:
+        spec = self._tools.get(name)
+        cap = spec.max_concurrency if spec is not None else None
+        return math.inf if cap is None else cap
+
+    def _progress_of(self, item: _Call) -> Callable[[Any], None] | None:
+        control = self._control
+        if control is None or not item.spec.is_generator:
+            return None
+        counter = iter(range(1 << 62))
+
+        def publish(value: Any) -> None:
+            call = item.call
+            if self._calls.get(call.id) is item and control._wants_progress:
+                control._publish_progress(ProgressUpdate(call.id, call.name, value, next(counter)))
+
+        return publish
 
     # -- outcomes -----------------------------------------------------------------------
 
-    def _timed_out(
-        self, call: ToolCall, scope: str, started: bool, seconds: float | None = None
-    ) -> CallTimedOut:
-        if scope == "call":
-            what = f"the per-call timeout of {seconds}s"
-        else:
-            seconds = self._runner._timeout
-            what = f"the tool runner's overall timeout of {seconds}s"
-        stage = "before it finished" if started else "before the tool could start"
-        return CallTimedOut(
-            message=f"tool {call.name!r} timed out: {what} expired {stage}",
-            tool=call.name,
-            scope="call" if scope == "call" else "run",
-            timeout=seconds or 0.0,
-            tool_started=started,
-        )
-
-    @staticmethod
-    def _cancelled(call: ToolCall, started: bool, reason: str) -> CallCancelled:
-        stage = "while the tool was running" if started else "before the tool started"
-        return CallCancelled(
-            message=f"tool {call.name!r} did not finish: {reason} {stage}",
-            tool=call.name,
-            tool_started=started,
-        )
+    def _timed_out(self, call: ToolCall, scope: str, started: bool) -> CallFailure:
+        return outcomes.timed_out(call, scope, started, self._runner._timeout)
 
     def _sweep(self, failure: Callable[[ToolCall, bool], CallFailure]) -> None:
         """Fail every call of the turn still ``running`` (those whose task never ran)."""
@@ -300,12 +355,17 @@ class Turn(ChangeListener):
             self._fail(call, failure)
 
     def _fail(self, call: ToolCall, failure: CallFailure) -> None:
-        self._calls.pop(call.id, None)
+        self._drop(call.id)
         self._write(call.id, failure, error=True)
 
     def _apply_result(self, call: ToolCall, result: Any) -> None:
-        self._calls.pop(call.id, None)
+        self._drop(call.id)
         self._write(call.id, result, error=False)
+
+    def _drop(self, call_id: str) -> _Call | None:
+        """Forget a call (it finished, or is finishing now)."""
+        self._forget_request(call_id)
+        return self._calls.pop(call_id, None)
 
     def _write(self, call_id: str, value: Any, *, error: bool) -> None:
         tracker = self._tracker
@@ -318,19 +378,3 @@ class Turn(ChangeListener):
             logger.warning(
                 "the tracker closed before the outcome of call %r could be recorded", call_id
             )
-
-
-def _validation_failure(name: str, exc: ValidationError) -> ValidationFailed:
-    errors = tuple(
-        FieldError(path=tuple(error["loc"]), message=error["msg"], type=error["type"])
-        for error in exc.errors(include_url=False, include_input=False, include_context=False)
-    )
-    described = "; ".join(
-        f"{'.'.join(str(part) for part in error.path) or '(the arguments)'}: {error.message}"
-        for error in errors
-    )
-    return ValidationFailed(
-        message=f"invalid arguments for tool {name!r}: {described}",
-        tool=name,
-        errors=errors,
-    )

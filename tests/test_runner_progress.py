@@ -1,0 +1,199 @@
+"""Progress from async-generator tools: several updates, a generator raising half-way, one
+cancelled, and the shape an AI SDK stream carries them in (preliminary outputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from functools import partial
+from typing import Any
+
+import anyio
+import pytest
+
+from _runner_helpers import by_id, call_events, from_list
+from conftest import DEADLINE
+from toolcall_tracker import (
+    CallCancelled,
+    ProgressUpdate,
+    RunControl,
+    Status,
+    ToolCallTracker,
+    ToolRaised,
+    ToolRunner,
+    tool,
+)
+from toolcall_tracker.adapters import AISDKAdapter, AISDKEncoder
+from toolcall_tracker.events import parse_event
+
+pytestmark = pytest.mark.anyio
+
+
+async def count(to: int) -> AsyncIterator[dict[str, int]]:
+    """Counts, reporting each step."""
+    for i in range(1, to + 1):
+        await anyio.lowlevel.checkpoint()
+        yield {"done": i, "of": to}
+
+
+async def run_with(runner: ToolRunner, events: list[Any], control: RunControl) -> dict[str, Any]:
+    tracker = ToolCallTracker()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tracker.consume, from_list(events))
+        return by_id(await runner.run(tracker, control=control))
+
+
+async def test_every_yield_is_progress_and_the_last_is_the_result(anyio_backend: str) -> None:
+    seen: list[ProgressUpdate] = []
+    iterated: list[tuple[str, int]] = []
+    control = RunControl(on_progress=seen.append)
+    runner = ToolRunner([tool(count, eager=True)])
+    assert runner.tools["count"].is_generator
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                async for update in control.progress("b"):
+                    iterated.append((update.call_id, update.index))
+
+            tg.start_soon(watch)
+            await anyio.wait_all_tasks_blocked()  # the iterator is listening
+            events = [*call_events("a", "count", {"to": 3}), *call_events("b", "count", {"to": 2})]
+            calls = await run_with(runner, [*events, {"type": "end"}], control)
+    assert calls["a"].result == {"done": 3, "of": 3}
+    assert calls["b"].result == {"done": 2, "of": 2}
+    mine = [(u.index, u.value["done"]) for u in seen if u.call_id == "a"]
+    assert mine == [(0, 1), (1, 2), (2, 3)]
+    assert {u.tool for u in seen} == {"count"}
+    assert iterated == [("b", 0), ("b", 1)]  # one call's updates only, and the run ended it
+
+
+async def test_a_generator_that_yields_nothing_returns_none(anyio_backend: str) -> None:
+    async def quiet() -> AsyncIterator[int]:
+        if False:  # pragma: no cover
+            yield 1
+
+    with anyio.fail_after(DEADLINE):
+        calls = await run_with(
+            ToolRunner([tool(quiet, eager=True)]), call_events("q", "quiet"), RunControl()
+        )
+    assert calls["q"].status is Status.DONE
+    assert calls["q"].result is None
+
+
+async def test_a_generator_raising_half_way_fails_its_call(anyio_backend: str) -> None:
+    seen: list[Any] = []
+    cleaned: list[bool] = []
+
+    async def flaky() -> AsyncIterator[int]:
+        try:
+            yield 1
+            yield 2
+            raise ValueError("disk full")
+        finally:
+            cleaned.append(True)
+
+    with anyio.fail_after(DEADLINE):
+        calls = await run_with(
+            ToolRunner([tool(flaky, eager=True), tool(count, eager=True)]),
+            [*call_events("f", "flaky"), *call_events("c", "count", {"to": 2})],
+            RunControl(on_progress=lambda u: seen.append((u.call_id, u.value))),
+        )
+    error = calls["f"].error
+    assert isinstance(error, ToolRaised)
+    assert error.exception == "ValueError"
+    assert "disk full" in error.message
+    assert [v for c, v in seen if c == "f"] == [1, 2]  # what it reported stands
+    assert cleaned == [True]
+    assert calls["c"].result == {"done": 2, "of": 2}  # the other call is untouched
+
+
+async def test_a_cancelled_generator_is_closed_and_reports_no_more(anyio_backend: str) -> None:
+    seen: list[int] = []
+    cleaned: list[bool] = []
+    release = anyio.Event()
+
+    async def endless() -> AsyncIterator[int]:
+        try:
+            i = 0
+            while True:
+                yield i
+                i += 1
+                if i == 2:
+                    await release.wait()
+        finally:
+            cleaned.append(True)
+
+    control = RunControl(on_progress=lambda u: seen.append(u.value))
+    tracker = ToolCallTracker()
+    send, receive = anyio.create_memory_object_stream[Any](100)
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tracker.consume, receive)
+            tg.start_soon(
+                partial(ToolRunner([tool(endless, eager=True)]).run, tracker, control=control)
+            )
+            for event in call_events("e", "endless"):
+                await send.send(event)
+            await anyio.wait_all_tasks_blocked()
+            assert seen == [0, 1]
+            assert control.cancel("e", "enough")
+            await anyio.wait_all_tasks_blocked()
+            assert cleaned == [True]
+            release.set()
+            await send.aclose()
+    error = tracker.get("e").error  # type: ignore[union-attr]
+    assert isinstance(error, CallCancelled)
+    assert error.tool_started
+    assert seen == [0, 1]
+
+
+def preliminary(update: ProgressUpdate) -> dict[str, Any]:
+    """The part an AI SDK encoder emits for an update (AI SDK 5+ preliminary tool output)."""
+    return {
+        "type": "tool-output-available",
+        "toolCallId": update.call_id,
+        "output": update.value,
+        "preliminary": True,
+    }
+
+
+async def test_progress_in_an_ai_sdk_stream_round_trip(anyio_backend: str) -> None:
+    """Tool events go through the AI SDK encoder, progress as preliminary outputs in between;
+    a reading adapter shows the same final result (preliminary outputs never finish a call).
+    The encoder itself does not emit preliminary outputs yet (see the README)."""
+    encoder = AISDKEncoder()
+    parts: list[dict[str, Any]] = list(encoder.start())
+
+    class Relay(ToolCallTracker):
+        def apply(self, event: Any) -> None:
+            super().apply(event)
+            parts.extend(encoder.encode(event))
+
+        def write_result(self, call_id: str, result: Any) -> None:
+            super().write_result(call_id, result)
+            parts.extend(encoder.encode({"type": "result", "id": call_id, "result": result}))
+
+    control = RunControl(on_progress=lambda u: parts.append(preliminary(u)))
+    tracker = Relay()
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            events = [*call_events("a", "count", {"to": 3}), {"type": "end"}]
+
+            async def feed() -> None:
+                for event in events:
+                    tracker.apply(parse_event(event))  # type: ignore[arg-type]
+                    await anyio.lowlevel.checkpoint()
+
+            tg.start_soon(feed)
+            await ToolRunner([tool(count, eager=True)]).run(tracker, control=control)
+    kinds = [(p["type"], p.get("preliminary", False)) for p in parts]
+    first_output = kinds.index(("tool-output-available", True))
+    assert kinds.index(("tool-input-available", False)) < first_output
+    assert [p["output"]["done"] for p in parts if p.get("preliminary")] == [1, 2, 3]
+    assert kinds[-1] == ("tool-output-available", False) or ("finish", False) in kinds
+    reader = AISDKAdapter()
+    read = [event for part in parts for event in reader.feed(part)]
+    results = [e for e in read if e.type == "result"]
+    assert len(results) == 1
+    assert results[0].result == {"done": 3, "of": 3}
