@@ -23,7 +23,7 @@ from toolcall_tracker import (
     ToolRunner,
     tool,
 )
-from toolcall_tracker.adapters import AISDKAdapter, AISDKEncoder
+from toolcall_tracker.adapters import AISDKAdapter, AISDKEncoder, AISDKListener
 from toolcall_tracker.events import parse_event
 
 pytestmark = pytest.mark.anyio
@@ -148,20 +148,9 @@ async def test_a_cancelled_generator_is_closed_and_reports_no_more(anyio_backend
     assert seen == [0, 1]
 
 
-def preliminary(update: ProgressUpdate) -> dict[str, Any]:
-    """The part an AI SDK encoder emits for an update (AI SDK 5+ preliminary tool output)."""
-    return {
-        "type": "tool-output-available",
-        "toolCallId": update.call_id,
-        "output": update.value,
-        "preliminary": True,
-    }
-
-
 async def test_progress_in_an_ai_sdk_stream_round_trip(anyio_backend: str) -> None:
     """Tool events go through the AI SDK encoder, progress as preliminary outputs in between;
-    a reading adapter shows the same final result (preliminary outputs never finish a call).
-    The encoder itself does not emit preliminary outputs yet (see the README)."""
+    a reading adapter shows the same final result (preliminary outputs never finish a call)."""
     encoder = AISDKEncoder()
     parts: list[dict[str, Any]] = list(encoder.start())
 
@@ -174,7 +163,7 @@ async def test_progress_in_an_ai_sdk_stream_round_trip(anyio_backend: str) -> No
             super().write_result(call_id, result)
             parts.extend(encoder.encode({"type": "result", "id": call_id, "result": result}))
 
-    control = RunControl(on_progress=lambda u: parts.append(preliminary(u)))
+    control = RunControl(on_progress=lambda u: parts.extend(encoder.progress(u)))
     tracker = Relay()
     with anyio.fail_after(DEADLINE):
         async with anyio.create_task_group() as tg:
@@ -197,3 +186,24 @@ async def test_progress_in_an_ai_sdk_stream_round_trip(anyio_backend: str) -> No
     results = [e for e in read if e.type == "result"]
     assert len(results) == 1
     assert results[0].result == {"done": 3, "of": 3}
+
+
+async def test_progress_through_the_ai_sdk_listener(anyio_backend: str) -> None:
+    """The change-feed encoder takes progress from on_progress, between input and output."""
+    tracker = ToolCallTracker()
+    listener = AISDKListener(tracker)
+    tracker.subscribe(listener, fragments=True)
+    control = RunControl(on_progress=listener.progress)
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            events = [*call_events("a", "count", {"to": 2}), {"type": "end"}]
+            tg.start_soon(tracker.consume, from_list(events))
+            await ToolRunner([tool(count, eager=True)]).run(tracker, control=control)
+    parts = listener.take()
+    kinds = [(p["type"], p.get("preliminary", False)) for p in parts]
+    available = kinds.index(("tool-input-available", False))
+    final = kinds.index(("tool-output-available", False))
+    preliminary = [i for i, kind in enumerate(kinds) if kind[1]]
+    assert preliminary
+    assert all(available < i < final for i in preliminary)
+    assert [parts[i]["output"]["done"] for i in preliminary] == [1, 2]

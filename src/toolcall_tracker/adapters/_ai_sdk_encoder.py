@@ -148,6 +148,20 @@ def _output_part(call_id: str, value: Any) -> dict[str, Any]:
     return {"type": "tool-output-available", "toolCallId": call_id, "output": value}
 
 
+def _preliminary_part(call_id: str, value: Any) -> dict[str, Any]:
+    return {**_output_part(call_id, value), "preliminary": True}
+
+
+class ProgressLike(Protocol):
+    """What the encoder reads of a progress update (a runner's ``ProgressUpdate``)."""
+
+    @property
+    def call_id(self) -> str: ...
+
+    @property
+    def value(self) -> Any: ...
+
+
 def _output_error_part(call_id: str, error: str) -> dict[str, Any]:
     return {"type": "tool-output-error", "toolCallId": call_id, "errorText": error}
 
@@ -247,6 +261,22 @@ class AISDKEncoder:
             return self._error(model.id, _error_text(model.error))
         return self._end(model)
 
+    def progress(self, update: ProgressLike) -> list[dict[str, Any]]:
+        """A preliminary ``tool-output-available`` part for one progress update.
+
+        ``update`` is a runner's :class:`~toolcall_tracker.ProgressUpdate` (anything with
+        ``call_id`` and ``value``): pass them from ``RunControl(on_progress=...)``. Parts
+        come only for a call whose input is available and whose output is not, so a late
+        update never follows the final output::
+
+            {"type": "tool-output-available", "toolCallId": ..., "output": ...,
+             "preliminary": true}
+        """
+        call = self._calls.get(update.call_id)
+        if call is None or call.state != _READY:
+            return []
+        return [_preliminary_part(update.call_id, update.value)]
+
     def encode_sse(self, event: EventInput) -> str:
         """:meth:`encode`, framed: the ``data:`` lines of the parts (``""`` for none)."""
         return "".join(to_sse(part) for part in self.encode(event))
@@ -315,6 +345,8 @@ class _CallReader(Protocol):
     """What :class:`AISDKListener` reads calls from: a machine or a tracker."""
 
     def get(self, call_id: str) -> ToolCall | None: ...
+
+    def status(self, call_id: str) -> Status | None: ...
 
     @property
     def end(self) -> End | None: ...
@@ -386,6 +418,15 @@ class AISDKListener(ChangeListener):
                 self._emit(_output_part(call_id, call.result))
             elif after is Status.ERROR:
                 self._emit(_output_error_part(call_id, _error_text(call.error)))
+
+    def progress(self, update: ProgressLike) -> None:
+        """Emit a preliminary ``tool-output-available`` for a runner's progress update.
+
+        Pass updates from ``RunControl(on_progress=listener.progress)``; as
+        :meth:`AISDKEncoder.progress`, only while the call is running.
+        """
+        if self._calls.status(update.call_id) is Status.RUNNING:
+            self._emit(_preliminary_part(update.call_id, update.value))
 
     def args_appended(self, call_id: str, text: str) -> None:
         """Emit a ``tool-input-delta``."""
