@@ -456,3 +456,16 @@ def test_readme_replay_example_is_what_replay_prints(
     assert out.splitlines() == expected
     assert (ROOT / "docs" / "demo-timeline.svg").is_file()
     assert "](docs/demo-timeline.svg)" in section
+
+
+def test_a_long_file_gets_a_progress_bar(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolcall_tracker.cli import _live
+
+    monkeypatch.setattr(_live, "PROGRESS_BYTES", 100)
+    _, raw, _ = run(capsys, "replay", "--live", SEED_INTERLEAVED)
+    assert "MiB read" in ANSI.sub("", raw)
+    monkeypatch.setattr(_live, "PROGRESS_BYTES", 10**9)
+    _, raw, _ = run(capsys, "replay", "--live", SEED_INTERLEAVED)
+    assert "MiB read" not in ANSI.sub("", raw)

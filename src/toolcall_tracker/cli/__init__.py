@@ -2,19 +2,27 @@
 
 Commands::
 
-    toolcall-tracker replay FILE [--format FORMAT] [--events] [--json]
+    toolcall-tracker replay FILE [--format FORMAT] [--events] [--json] [--svg SVG]
+                                 [--live | --plain] [--speed FACTOR]
     toolcall-tracker validate FILE... [--format FORMAT]
+    toolcall-tracker demo [--backend asyncio|trio] [--svg SVG] [--fast] [--live | --plain]
 
 ``replay`` reads a recorded stream, feeds every item through the provider's adapter (or,
 for the ``seed`` format, applies the protocol events directly) into a
 :func:`~toolcall_tracker.tool_call_streaming_state_machine`, and prints a table of the
 calls, how the turn ended and the events the machine ignored (with their reasons).
+On a terminal with rich installed (the ``[cli]`` extra) it first shows a live table of
+the calls while it replays (at the recorded speed for a timed recording, whose items are
+``{"t": seconds, "item": {...}}``), then the summary as rich tables; otherwise (piped,
+``--plain``, or without rich) plain text that fits the width (``COLUMNS``).
 ``--events`` adds a timeline: one line per tracker event, with the stream item it came
 from and a column per call showing which calls were open at that point. ``--json`` prints
-one JSON document instead, for scripts.
+one JSON document instead, for scripts. ``--svg`` writes a timeline picture.
 
 ``validate`` replays each file quietly and fails if any call ended in ``error``, the turn
 did not end ok, or any event was ignored: a check for CI.
+
+``demo`` runs a simulated turn through the tracker and the runner and shows it.
 
 Input files (``-`` reads standard input) hold one of:
 
@@ -43,8 +51,9 @@ is written at the end.
 Exit codes: ``0`` every call succeeded (or is still running) and the turn ended ok
 (``validate``: and nothing was ignored); ``1`` a call failed or the turn did not end ok
 (``replay`` prints its report anyway; ``validate``: or an event was ignored); ``2`` a usage
-error, or an input that cannot be read (missing, not UTF-8 text, not JSON, not a stream of
-JSON objects, an invalid ``seed`` event, a line or document over its limit). Input never
+error (a ``--format`` that fits no item, ``--live`` without rich, an SVG that cannot be
+written), or an input that cannot be read (missing, not UTF-8 text, not JSON, not a stream
+of JSON objects, an invalid ``seed`` event, a line or document over its limit). Input never
 causes a traceback: problems are reported on standard error in one line naming the file
 and the line or item.
 
