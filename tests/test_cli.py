@@ -44,6 +44,12 @@ SEED_INTERLEAVED = FIXTURES / "seed" / "interleaved.jsonl"
 SEED_TWO_CALLS = FIXTURES / "seed" / "two_calls.json"
 
 
+@pytest.fixture(autouse=True)
+def _wide_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests check content: lay it out wide (long tmp paths stay on one line)."""
+    monkeypatch.setenv("COLUMNS", "250")
+
+
 def fixture_id(path: Path) -> str:
     """``family/name.sse``: a readable test id."""
     return f"{path.parent.name}/{path.name}"

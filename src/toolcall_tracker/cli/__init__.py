@@ -2,19 +2,27 @@
 
 Commands::
 
-    toolcall-tracker replay FILE [--format FORMAT] [--events] [--json]
+    toolcall-tracker replay FILE [--format FORMAT] [--events] [--json] [--svg SVG]
+                                 [--live | --plain] [--speed FACTOR]
     toolcall-tracker validate FILE... [--format FORMAT]
+    toolcall-tracker demo [--backend asyncio|trio] [--svg SVG] [--fast] [--live | --plain]
 
 ``replay`` reads a recorded stream, feeds every item through the provider's adapter (or,
 for the ``seed`` format, applies the protocol events directly) into a
 :func:`~toolcall_tracker.tool_call_streaming_state_machine`, and prints a table of the
 calls, how the turn ended and the events the machine ignored (with their reasons).
+On a terminal with rich installed (the ``[cli]`` extra) it first shows a live table of
+the calls while it replays (at the recorded speed for a timed recording, whose items are
+``{"t": seconds, "item": {...}}``), then the summary as rich tables; otherwise (piped,
+``--plain``, or without rich) plain text that fits the width (``COLUMNS``).
 ``--events`` adds a timeline: one line per tracker event, with the stream item it came
 from and a column per call showing which calls were open at that point. ``--json`` prints
-one JSON document instead, for scripts.
+one JSON document instead, for scripts. ``--svg`` writes a timeline picture.
 
 ``validate`` replays each file quietly and fails if any call ended in ``error``, the turn
 did not end ok, or any event was ignored: a check for CI.
+
+``demo`` runs a simulated turn through the tracker and the runner and shows it.
 
 Input files (``-`` reads standard input) hold one of:
 
@@ -43,8 +51,9 @@ is written at the end.
 Exit codes: ``0`` every call succeeded (or is still running) and the turn ended ok
 (``validate``: and nothing was ignored); ``1`` a call failed or the turn did not end ok
 (``replay`` prints its report anyway; ``validate``: or an event was ignored); ``2`` a usage
-error, or an input that cannot be read (missing, not UTF-8 text, not JSON, not a stream of
-JSON objects, an invalid ``seed`` event, a line or document over its limit). Input never
+error (a ``--format`` that fits no item, ``--live`` without rich, an SVG that cannot be
+written), or an input that cannot be read (missing, not UTF-8 text, not JSON, not a stream
+of JSON objects, an invalid ``seed`` event, a line or document over its limit). Input never
 causes a traceback: problems are reported on standard error in one line naming the file
 and the line or item.
 
@@ -55,6 +64,8 @@ non-printable characters escaped, so a hostile stream cannot drive the terminal.
 from __future__ import annotations
 
 import argparse
+import importlib
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -66,8 +77,9 @@ from ._detect import FORMATS
 from ._input import InputError
 from ._json_out import JsonReport
 from ._render import TextReport, ValidateReport
-from ._replay import replay
-from ._text import clean, write
+from ._replay import Replay, replay
+from ._text import clean, count, end_text, terminal_width, write
+from ._watch import ReplayWatch
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "FORMATS", "main"]
 
@@ -86,21 +98,112 @@ def _fail(path: str, message: str) -> None:
     write(sys.stderr, f"{_PROG}: error: {clean(path)}: {message}\n")
 
 
+class _UsageError(Exception):
+    """A usage error found after parsing (exit code 2, one line on standard error)."""
+
+
+def rich_available() -> bool:
+    """Whether :mod:`rich` (the ``[cli]`` extra) can be imported."""
+    try:
+        importlib.import_module("rich")
+    except ImportError:
+        return False
+    return True
+
+
+def _live_wanted(args: argparse.Namespace) -> bool:
+    """The live view: with ``--live``, or by default when stdout is a terminal and rich
+    is installed; never with ``--plain`` or ``--json``."""
+    if getattr(args, "json", False) or args.plain:
+        return False
+    if args.live:
+        if not rich_available():
+            raise _UsageError("--live needs the rich package: pip install 'toolcall-tracker[cli]'")
+        return True
+    isatty = getattr(sys.stdout, "isatty", None)
+    return bool(isatty and isatty()) and rich_available()
+
+
+def _write_svg(path: str, text: str) -> bool:
+    """Write the SVG file; on failure report it in one line and return ``False``."""
+    try:
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+    except OSError as exc:
+        _fail(path, f"cannot write the SVG: {exc.strerror or exc}")
+        return False
+    return True
+
+
+def _svg_title(done: Replay) -> str:
+    """The SVG's title line for a replay."""
+    return (
+        f"{done.path}: {done.format}, {count(len(done.calls), 'call')}, turn {end_text(done.end)}"
+    )
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     """``replay FILE``: print the report (or the JSON document) of one stream."""
     path: str = args.file
-    report = JsonReport() if args.json else TextReport()
+    live = _live_wanted(args)
+    width = terminal_width()
+    report = JsonReport() if args.json else TextReport(width)
+    watch: ReplayWatch | None = None
     with closing(report):
         try:
-            done = replay(path, args.format, report, timeline=args.events)
+            if live:
+                from ._live import LiveView, console, summary
+
+                out = console(sys.stdout, width, force=args.live)
+                view = LiveView(out, f"replaying {clean(path)}")
+                watch = ReplayWatch(view, speed=args.speed)
+                with view:
+                    done = replay(path, args.format, report, timeline=args.events, watch=watch)
+            else:
+                watch = ReplayWatch(None) if args.svg else None
+                done = replay(path, args.format, report, timeline=args.events, watch=watch)
         except InputError as exc:
             _fail(path, str(exc))
             return EXIT_USAGE
         except MemoryError:
             _fail(path, "out of memory while replaying the stream")
             return EXIT_USAGE
-        report.write(done, sys.stdout, events=args.events)
+        if live:
+            assert isinstance(report, TextReport)
+            assert watch is not None
+            for line in report.head(done, events=args.events):
+                out.print(line, markup=False, highlight=False, overflow="fold")
+            summary(out, done.calls, watch.log, report.tail(done))
+        else:
+            report.write(done, sys.stdout, events=args.events)
+    if args.svg and watch is not None:
+        from ._svg import svg
+
+        if not _write_svg(args.svg, svg(watch.log, _svg_title(done))):
+            return EXIT_USAGE
     return EXIT_OK if done.ok else EXIT_FAILED
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    """``demo``: a simulated turn, shown live (or as plain text), optionally drawn."""
+    from ._demo import demo
+
+    try:
+        done = demo(
+            backend=args.backend,
+            fast=args.fast,
+            live=_live_wanted(args),
+            force=args.live,
+            width=terminal_width(),
+        )
+    except ModuleNotFoundError as exc:  # trio not installed
+        raise _UsageError(f"the {args.backend} backend needs the {exc.name} package") from None
+    if args.svg:
+        from ._svg import svg
+
+        if not _write_svg(args.svg, svg(done.log, done.title)):
+            return EXIT_USAGE
+    return EXIT_OK
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -151,7 +254,34 @@ def _parser() -> argparse.ArgumentParser:
         help="also print a timeline: each tracker event, its item, and the calls' states",
     )
     replay.add_argument("--json", action="store_true", help="print one JSON document instead")
+    replay.add_argument(
+        "--svg", metavar="SVG", help="also write a timeline picture of the calls to this file"
+    )
+    replay.add_argument(
+        "--speed",
+        type=_speed,
+        default=1.0,
+        metavar="FACTOR",
+        help="live view of a timed recording: play it FACTOR times faster than recorded "
+        "(0: as fast as possible; default 1)",
+    )
+    _view_options(replay)
     replay.set_defaults(handler=_cmd_replay)
+
+    demo = commands.add_parser(
+        "demo",
+        help="run a simulated turn and show its calls live",
+        description="Run a built-in simulated model turn (interleaved calls streaming, "
+        "tools starting while later calls still stream, one failure) through the tracker "
+        "and the runner, and show it live; plain text when stdout is not a terminal.",
+    )
+    demo.add_argument(
+        "--backend", choices=["asyncio", "trio"], default="asyncio", help="the event loop"
+    )
+    demo.add_argument("--svg", metavar="SVG", help="also write a timeline picture to this file")
+    demo.add_argument("--fast", action="store_true", help="run 50 times faster (for tests)")
+    _view_options(demo)
+    demo.set_defaults(handler=_cmd_demo)
 
     validate = commands.add_parser(
         "validate",
@@ -163,6 +293,28 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--format", choices=formats, default="auto", help=format_help)
     validate.set_defaults(handler=_cmd_validate)
     return parser
+
+
+def _speed(text: str) -> float:
+    """``--speed``: a finite number, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text!r}")
+    return value
+
+
+def _view_options(parser: argparse.ArgumentParser) -> None:
+    """``--live`` / ``--plain``."""
+    view = parser.add_mutually_exclusive_group()
+    view.add_argument(
+        "--live",
+        action="store_true",
+        help="show the live view even when stdout is not a terminal (needs rich)",
+    )
+    view.add_argument("--plain", action="store_true", help="print plain text, even on a terminal")
 
 
 def _silence_stdout() -> None:
@@ -188,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
+    except _UsageError as exc:
+        write(sys.stderr, f"{_PROG}: error: {exc}\n")
+        return EXIT_USAGE
     except BrokenPipeError:  # e.g. piped into `head`
         _silence_stdout()
         return EXIT_FAILED

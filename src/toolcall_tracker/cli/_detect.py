@@ -52,7 +52,7 @@ _GEMINI_KEYS: Final = (
 )
 
 
-def _item_format(value: dict[str, Any]) -> str | None:
+def item_format(value: dict[str, Any]) -> str | None:
     """The format one item's shape is distinctive of, or ``None`` if it says nothing."""
     if isinstance(value.get("choices"), list) or value.get("object") == "chat.completion.chunk":
         return "openai-chat"
@@ -91,6 +91,16 @@ def _looks_seed(kind: str, value: dict[str, Any]) -> bool:
     return kind in value  # result / error
 
 
+def mismatch(fmt: str, items: int, votes: dict[str, int]) -> str:
+    """Why no item of a stream is a ``fmt`` item, and the format that would fit."""
+    what = f"none of the {items} items is" if items != 1 else "the item is not"
+    ranked = sorted(votes.items(), key=lambda vote: -vote[1])
+    if not ranked:
+        return f"{what} a {fmt} item, nor one of any format this tool knows"
+    best, count = ranked[0]
+    return f"{what} a {fmt} item; {count} of {items} look like {best} (pass --format {best})"
+
+
 def detect(items: Iterator[Item]) -> tuple[str, list[Item]]:
     """The format most of the first items are distinctive of (``--format auto``).
 
@@ -106,7 +116,7 @@ def detect(items: Iterator[Item]) -> tuple[str, list[Item]]:
     votes: dict[str, int] = {}
     for item in items:
         window.append(item)
-        found = _item_format(item.value)
+        found = item_format(item.value)
         if found is not None:
             votes[found] = votes.get(found, 0) + 1
         chars += item.chars

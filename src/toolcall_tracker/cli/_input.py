@@ -18,8 +18,12 @@ Every problem is an :class:`InputError` whose message names the line or the item
 from __future__ import annotations
 
 import codecs
+import io
 import json
+import math
+import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,13 +50,15 @@ class InputError(Exception):
 class Item:
     """One stream item: its 1-based position, the line it starts on (if known), its JSON.
 
-    ``chars`` is the length of its text (``0`` for an item of a JSON document).
+    ``chars`` is the length of its text (``0`` for an item of a JSON document); ``time``
+    its recorded time in seconds, for an item recorded as ``{"t": seconds, "item": {...}}``.
     """
 
     number: int
     line: int | None
     value: dict[str, Any]
     chars: int = 0
+    time: float | None = None
 
     def where(self) -> str:
         """``item 3 (line 7)``: where the item is, for messages."""
@@ -80,8 +86,15 @@ class TextReader:
         self._bytes = 0  # bytes decoded so far
         self._chars = 0  # characters decoded so far
         self._eof = False
+        self.size = _size(stream)
+        """The input's size in bytes, if it is a regular file (``None`` otherwise)."""
         self.line = 0
         """The number of lines consumed so far (the last one read is this line)."""
+
+    @property
+    def bytes_read(self) -> int:
+        """The bytes read from the input so far."""
+        return self._bytes
 
     def _fill(self) -> None:
         """Read and check one more chunk (sets ``_eof`` at the end of the input)."""
@@ -186,6 +199,15 @@ class TextReader:
         return text
 
 
+def _size(stream: IO[bytes]) -> int | None:
+    """The size of a regular file's stream, else ``None``."""
+    try:
+        info = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
+
+
 def _line_too_long(line: int) -> InputError:
     """The error for a line over :data:`MAX_LINE_CHARS`."""
     return InputError(f"line {line}: longer than {MAX_LINE_CHARS:,} characters")
@@ -245,14 +267,34 @@ def _json_problem(exc: Exception) -> str:
 
 
 def _item(number: int, line: int | None, value: Any, chars: int = 0) -> Item:
-    """An :class:`Item`, checking that ``value`` is a JSON object."""
-    item = Item(number, line, value, chars)
+    """An :class:`Item`, checking that ``value`` is a JSON object.
+
+    A timed item, ``{"t": seconds, "item": {...}}``, is unwrapped: its ``time`` is ``t``.
+    """
+    time = _recorded_time(value)
+    if time is not None:
+        value = value["item"]
+    item = Item(number, line, value, chars, time)
     if not isinstance(value, dict):
         raise InputError(
             f"{item.where()}: a stream item must be a JSON object, not "
             f"{json_kind(value)}: {preview(value, 40)}"
         )
     return item
+
+
+def _recorded_time(value: Any) -> float | None:
+    """``t`` of a timed item ``{"t": seconds, "item": {...}}``, else ``None``."""
+    if not isinstance(value, dict) or len(value) != 2 or not isinstance(value.get("item"), dict):
+        return None
+    time = value.get("t")
+    if isinstance(time, bool) or not isinstance(time, int | float):
+        return None
+    try:
+        time = float(time)
+    except OverflowError:
+        return None
+    return time if math.isfinite(time) and time >= 0 else None
 
 
 # -- the containers -------------------------------------------------------------------------

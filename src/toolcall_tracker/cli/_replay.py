@@ -23,8 +23,8 @@ from ..errors import InvalidEvent
 from ..events import End, parse_event
 from ..machine import ToolCallStateMachine, tool_call_streaming_state_machine
 from ..reducer import IgnoreReason
-from ._detect import detect
-from ._input import InputError, Item, open_input, read_items
+from ._detect import detect, item_format, mismatch
+from ._input import InputError, Item, TextReader, open_input, read_items
 from ._text import clean
 from ._timeline import Step, Timeline
 
@@ -45,6 +45,19 @@ class Observer(Protocol):
 
     def step(self, step: Step) -> None:
         """One applied event's timeline row (only when the timeline is on)."""
+
+
+class Watch(Protocol):
+    """What follows a replay as it goes (the live view, the SVG's call log)."""
+
+    def attach(self, machine: ToolCallStateMachine, reader: TextReader) -> None:
+        """The replay starts: subscribe to ``machine``; ``reader`` tells the bytes read."""
+
+    def item(self, item: Item) -> None:
+        """``item`` is about to be applied (a watch may pace the replay here)."""
+
+    def ending(self) -> None:
+        """The stream is exhausted; the end-of-stream events are about to be applied."""
 
 
 @dataclass
@@ -83,7 +96,9 @@ class Replay:
         return self.end.ok and not self.failed
 
 
-def replay(path: str, fmt: str, observer: Observer, *, timeline: bool) -> Replay:
+def replay(
+    path: str, fmt: str, observer: Observer, *, timeline: bool, watch: Watch | None = None
+) -> Replay:
     """Read ``path`` (``-``: standard input) and replay it through a fresh machine.
 
     Args:
@@ -91,9 +106,11 @@ def replay(path: str, fmt: str, observer: Observer, *, timeline: bool) -> Replay
         fmt: one of :data:`~._detect.FORMATS`, or ``"auto"`` to recognise it.
         observer: told about ignored events and (``timeline``) every applied event.
         timeline: whether to follow the calls' statuses for ``observer.step``.
+        watch: told when the replay starts, before each item and before the end.
 
     Raises:
-        InputError: the input cannot be read or replayed (nothing else, for bad input).
+        InputError: the input cannot be read or replayed (nothing else, for bad input), or
+            no item of it is an item of the format (the message names one that fits).
     """
     with open_input(path) as reader:
         container, items = read_items(reader)
@@ -101,7 +118,7 @@ def replay(path: str, fmt: str, observer: Observer, *, timeline: bool) -> Replay
         if detected:
             fmt, window = detect(items)
             items = _chain(window, items)
-        return _run(path, container, fmt, detected, items, observer, timeline)
+        return _run(path, container, fmt, detected, items, observer, timeline, watch, reader)
 
 
 def _chain(window: list[Item], rest: Iterator[Item]) -> Iterator[Item]:
@@ -120,6 +137,8 @@ def _run(
     items: Iterator[Item],
     observer: Observer,
     timeline: bool,
+    watch: Watch | None,
+    reader: TextReader,
 ) -> Replay:
     """Apply every item's events, telling ``observer``; returns the counts and the machine."""
     just_ignored: list[tuple[Any, IgnoreReason]] = []
@@ -130,6 +149,23 @@ def _run(
     machine = tool_call_streaming_state_machine(on_ignored=on_ignored)
     result = Replay(path, container, fmt, detected, machine)
     follower = Timeline(machine) if timeline else None
+    if watch is not None:
+        watch.attach(machine, reader)
+    votes: dict[str, int] = {}  # per format, the items distinctive of it
+
+    def take(item: Item) -> None:
+        """Count the item and its format; tell the watch."""
+        result.items += 1
+        found = item_format(item.value)
+        if found is not None:
+            votes[found] = votes.get(found, 0) + 1
+        if watch is not None:
+            watch.item(item)
+
+    def check() -> None:
+        """No call, and no item of the format: the wrong format (say which one fits)."""
+        if result.items and not votes.get(fmt) and not machine.list():
+            raise InputError(mismatch(fmt, result.items, votes))
 
     def apply(item: Item | None, event: Any) -> None:
         """Apply one event (a model, or a seed item as it was read) and report it."""
@@ -138,7 +174,10 @@ def _run(
             machine.apply(event)
         except InvalidEvent as exc:
             where = "at the end of the stream" if item is None else item.where()
-            raise InputError(f"{where}: {clean(str(exc))}") from None
+            hint = ""
+            if not votes.get(fmt) and votes:  # not a seed stream at all: say which it is
+                hint = f"; {mismatch(fmt, result.items, votes)}"
+            raise InputError(f"{where}: {clean(str(exc))}{hint}") from None
         result.events += 1
         ignored: IgnoreReason | None = None
         if just_ignored:
@@ -154,15 +193,18 @@ def _run(
 
     if fmt == "seed":
         for item in items:
-            result.items += 1
+            take(item)
             apply(item, item.value)
+        check()
+        if watch is not None:
+            watch.ending()
         if machine.end is None:
             apply(None, End(ok=True, reason="source exhausted"))
         return result
 
     adapter = _ADAPTERS[fmt]()
     for item in items:
-        result.items += 1
+        take(item)
         try:
             events = adapter.feed(item.value)
         except Exception as exc:  # adapters never raise on JSON objects; be safe anyway
@@ -172,6 +214,9 @@ def _run(
             ) from None
         for event in events:
             apply(item, event)
+    check()
+    if watch is not None:
+        watch.ending()
     for event in adapter.end():
         apply(None, event)
     return result

@@ -7,6 +7,8 @@ Everything taken from the input (ids, names, arguments, reasons) goes through
 from __future__ import annotations
 
 import json
+import shutil
+import textwrap
 from typing import IO, Any, Final
 
 from pydantic_core import to_jsonable_python
@@ -161,3 +163,99 @@ def write(stream: IO[str], text: str) -> None:
     except UnicodeEncodeError:
         encoding = getattr(stream, "encoding", None) or "ascii"
         stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
+MIN_WIDTH: Final = 40
+"""The narrowest output the command line lays out for."""
+MAX_ERROR_CHARS: Final = 600
+"""The most of an error message shown (cut at a word, with ``...``)."""
+
+
+def terminal_width() -> int:
+    """The output's width: ``COLUMNS``, else the terminal's, else 80 (at least 40)."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
+
+
+def wrap(text: str, width: int, first: str = "", rest: str | None = None) -> list[str]:
+    """``text`` wrapped at words to ``width`` (``first`` / ``rest``: the lines' indents).
+
+    Only a word longer than a whole line is broken.
+    """
+    return textwrap.wrap(
+        text,
+        max(width, len(first) + 10, len(rest or first) + 10),
+        initial_indent=first,
+        subsequent_indent=first if rest is None else rest,
+        break_on_hyphens=False,
+        drop_whitespace=True,
+    ) or [first.rstrip()]
+
+
+def bounded(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text``, or its first ``limit`` characters cut at a word, with ``...``."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", limit // 2, limit)
+    return text[: cut if cut > 0 else limit].rstrip() + " ..."
+
+
+def parse_error_position(call: ToolCall) -> int | None:
+    """The offset in ``call.args_text`` where its arguments stopped parsing, if they did."""
+    error = call.error
+    if isinstance(error, dict):
+        kind, position = error.get("kind"), error.get("position")
+    else:
+        kind, position = getattr(error, "kind", None), getattr(error, "position", None)
+    if kind != "invalid_arguments" or isinstance(position, bool) or not isinstance(position, int):
+        return None
+    if not 0 <= position <= len(call.args_text):
+        return None
+    return position
+
+
+def excerpt(text: str, position: int, width: int) -> tuple[str, int]:
+    """The line of ``text`` around ``position``, escaped and at most ``width`` wide.
+
+    Returns the excerpt and the column (0-based, in the excerpt) of ``position``; ``...``
+    marks text left out on either side.
+    """
+    width = max(width, 20)
+    start = text.rfind("\n", 0, position) + 1
+    stop = text.find("\n", position)
+    stop = len(text) if stop < 0 else stop
+    # Escaped text is never more than 10 characters per character: bound the work first.
+    before = clean(text[max(start, position - width * 10) : position])
+    after = clean(text[position : min(stop, position + width * 10)])
+    room_before = max(width // 2, width - len(after) - 3)
+    if len(before) > room_before:
+        before = "..." + before[len(before) - room_before + 3 :]
+    room_after = width - len(before)
+    if len(after) > room_after:
+        after = after[: max(room_after - 3, 1)] + "..."
+    return before + after, len(before)
+
+
+def summary_text(call: ToolCall, width: int) -> str:
+    """A call's arguments and result (a preview, cut to ``width``), or its whole error."""
+    if call.status == Status.ERROR:
+        return bounded(clean(error_summary(call.error)))
+    return truncate(call_summary(call), max(width, 8))
+
+
+def error_lines(call: ToolCall, width: int, indent: str) -> list[str]:
+    """For a call whose arguments did not parse: where, and the text with a caret under it."""
+    position = parse_error_position(call)
+    if position is None:
+        return []
+    shown, column = excerpt(call.args_text, position, width - len(indent))
+    line = getattr(call.error, "line", None)
+    if isinstance(call.error, dict):
+        line = call.error.get("line")
+    where_text = f"character {position + 1}" + (
+        f" (line {line})" if isinstance(line, int) and line > 1 else ""
+    )
+    return [
+        *wrap(f"the arguments stop parsing at {where_text}:", width, indent, indent),
+        indent + shown,
+        indent + " " * column + "^",
+    ]
