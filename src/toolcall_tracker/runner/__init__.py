@@ -48,7 +48,8 @@ ends (the timeout bounds the tools, not the model's stream).
 
 A sync tool cannot be interrupted: on a timeout or cancellation its call ends at once and its
 thread is abandoned to finish on its own (its result is discarded, it no longer counts
-against ``max_concurrency``). The runner keeps per-call state only until the call finishes.
+against ``max_concurrency``, and, run in a daemon thread, it never keeps the interpreter
+alive). The runner keeps per-call state only until the call finishes.
 """
 
 from __future__ import annotations

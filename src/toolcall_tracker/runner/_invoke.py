@@ -1,7 +1,8 @@
 """Calling one tool and containing whatever it does (private).
 
-:func:`invoke` runs a tool's function: async tools on the event loop, sync tools in an anyio
-worker thread (so they may call back with ``anyio.from_thread``). Every
+:func:`invoke` runs a tool's function: async tools on the event loop, sync tools in a daemon
+thread of their own (:mod:`._threads`: they may call back with ``anyio.from_thread``, and
+an abandoned one never blocks interpreter exit). Every
 fault of the tool comes back as a :class:`Raised` value instead of an exception, except the
 two that must propagate: a real cancellation of the caller's scope, and
 ``KeyboardInterrupt`` (the user asked the process to stop).
@@ -15,10 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
 from ..tools import Tool
 from ._progress import drive
+from ._threads import run_sync
 
 
 class Raised:
@@ -63,8 +64,8 @@ async def invoke(
             return await drive(spec.function(*args, **kwargs), progress or _ignore)
         if spec.is_async:
             return await spec.function(*args, **kwargs)
-        result = await anyio.to_thread.run_sync(
-            _contained, functools.partial(spec.function, *args, **kwargs), abandon_on_cancel=True
+        result = await run_sync(
+            functools.partial(_contained, functools.partial(spec.function, *args, **kwargs))
         )
         if inspect.isawaitable(result):  # a sync wrapper around an async function
             result = await result
