@@ -253,3 +253,30 @@ async def test_a_tool_fault_fails_only_its_call(anyio_backend: str, fault: Any, 
         assert bad.error.exception == type(fault).__name__
         assert good.status is Status.DONE
         assert good.result == "fine"
+
+
+async def test_consume_returns_when_closed_with_an_event_in_hand(anyio_backend: str) -> None:
+    """Closing while the source hands over its next event in the same step: consume
+    returns (no TrackerClosed that would cancel the sibling tasks)."""
+    with anyio.fail_after(DEADLINE):
+        tracker = ToolCallTracker()
+        sibling_finished = anyio.Event()
+
+        async def source() -> Any:
+            yield {"type": "start", "id": "a", "name": "f"}
+            await tracker.aclose()
+            yield {"type": "delta", "id": "a", "argsTextDelta": "{}"}  # already in hand
+            raise AssertionError("consume read past the close")
+
+        async def sibling() -> None:
+            await anyio.lowlevel.checkpoint()
+            sibling_finished.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sibling)
+            tg.start_soon(tracker.consume, source())
+        assert sibling_finished.is_set()
+        assert tracker.closed
+        call = tracker.get("a")
+        assert call is not None
+        assert call.args_text == ""  # the event in hand was not applied
