@@ -6,6 +6,7 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/headstart.py                  # full run (about 5 minutes)
     .venv/bin/python benchmarks/headstart.py --quick          # seconds: proves it runs (CI)
     .venv/bin/python benchmarks/headstart.py --json out.json  # also write every figure
+    .venv/bin/python benchmarks/headstart.py --part load --levels 100,300 --backend trio
 
 Streams are replayed in real time, for every adapter (OpenAI Chat, OpenAI Responses,
 Anthropic, Gemini, Vercel AI SDK UI stream), through the public API as a user writes it:
