@@ -156,8 +156,20 @@ class ToolCallStateMachine:
         This is the hot path of every adapter: a fragment for a pending call goes straight
         to the table's delta step.
         """
-        if type(text) is not str or not self._fast_delta(call_id, text):
-            self._write("delta", call_id, text)
+        # _fast_delta, inlined: this is every adapter's per-fragment call.
+        record = self._calls.get(call_id)
+        if record is not None and self._deltas_route and type(text) is str:
+            before = record.status
+            do = _DELTA_STEPS[before]
+            if type(do) is not IgnoreReason:
+                do(record, call_id, text, self._limits)
+                if record.status is not before:
+                    self._changed(record, before)
+                    self._raise_listener_error()
+                elif self._fragment_listeners:
+                    self._appended(call_id, text)
+                return
+        self._write("delta", call_id, text)
 
     def write_ready(self, call_id: str) -> None:
         """Apply ``ready``: exactly ``apply(Ready(id=call_id))``."""
