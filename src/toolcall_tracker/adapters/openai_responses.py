@@ -24,6 +24,7 @@ from ..limits import Limits
 from ._common import _usable_id
 from ._openai import (
     _FAILED,
+    _MAPPING_TYPES,
     _PENDING,
     OpenAIArgumentsMismatch,
     OpenAICallFailure,
@@ -114,9 +115,17 @@ class OpenAIResponsesAdapter(_Emitter):
         """
         # Only the item's own fields are read here (nested ones go through ``_get``), so a
         # dict item can use ``dict.get`` itself.
-        if type(item) is not dict and _is_mapping(item):
+        get: _Getter
+        cls = type(item)
+        if cls is dict:
+            get = _dict_get
+        elif _MAPPING_TYPES.get(cls) is False:  # an SDK object (known class)
+            get = getattr
+        elif _is_mapping(item):
             item = dict(item)  # an OrderedDict, say: read as the dict it is
-        get: _Getter = _dict_get if type(item) is dict else getattr
+            get = _dict_get
+        else:
+            get = getattr
         kind = get(item, "type", None)
         if self._ended:
             return
@@ -128,7 +137,19 @@ class OpenAIResponsesAdapter(_Emitter):
                 if call is None:
                     _logger.debug("ignored a delta for an unannounced item %.80r", item_id)
                 elif call.status == _PENDING:
-                    self._append(call, fragment)
+                    digest = call.digest
+                    if call.started and digest is self._hashing and digest is not None:
+                        # _append's common case, inlined: a started call, its digest current
+                        call.has_text = True
+                        call.size += len(fragment)
+                        digest.add(fragment)
+                        if call.scan is not None:
+                            call.scan.add(fragment)
+                        self._sink.write_delta(call.id, fragment)
+                        if call.size > self._limits.max_args_chars:
+                            call.status = _FAILED  # the sink failed it (ArgumentsTooLarge)
+                    else:
+                        self._append(call, fragment)
             return
         if kind == _ITEM_ADDED:
             self._item(_get(item, "item"), _get(item, "output_index"), None)
