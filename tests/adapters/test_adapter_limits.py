@@ -21,6 +21,7 @@ from toolcall_tracker import Limits, ToolCallTracker, tool_call_streaming_state_
 from toolcall_tracker.adapters import (
     AISDKAdapter,
     AnthropicAdapter,
+    BedrockConverseAdapter,
     GeminiAdapter,
     OpenAIChatAdapter,
     OpenAIResponsesAdapter,
@@ -147,8 +148,27 @@ class AISDK:
         return [{"type": "finish"}]
 
 
-Format = Chat | Responses | Anthropic | Gemini | AISDK
+class Bedrock:
+    adapter = BedrockConverseAdapter
+
+    def head(self, i: int, call_id: str | None, name: str | None) -> Any:
+        tool_use = _given({}, toolUseId=call_id, name=name)
+        return {"contentBlockStart": {"contentBlockIndex": i, "start": {"toolUse": tool_use}}}
+
+    def frag(self, i: int, call_id: str | None, text: str) -> Any:
+        delta = {"toolUse": {"input": text}}
+        return {"contentBlockDelta": {"contentBlockIndex": i, "delta": delta}}
+
+    def tail(self, i: int, call_id: str | None) -> list[Any]:
+        return [{"contentBlockStop": {"contentBlockIndex": i}}]
+
+    def end(self) -> list[Any]:
+        return [{"messageStop": {"stopReason": "tool_use"}}]
+
+
+Format = Chat | Responses | Anthropic | Gemini | AISDK | Bedrock
 FORMATS: dict[str, Format] = {
+    "bedrock": Bedrock(),
     "openai_chat": Chat(),
     "openai_responses": Responses(),
     "anthropic": Anthropic(),
