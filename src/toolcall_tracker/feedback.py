@@ -120,6 +120,16 @@ def _input(call: ToolCall) -> dict[str, Any]:
     return args if isinstance(args, dict) else {}
 
 
+def _anthropic_input(call: ToolCall) -> dict[str, Any]:
+    """A call's ``input`` for its ``tool_use`` block: its parsed arguments when they are a
+    JSON object; otherwise, when it has argument text (invalid or cut-off JSON, as
+    fine-grained tool streaming can send), that raw text wrapped as
+    ``{"INVALID_JSON": <text>}``, as Anthropic's documentation advises; else ``{}``."""
+    if isinstance(call.args, dict) or not call.args_text.strip():
+        return _input(call)
+    return {"INVALID_JSON": _plain_text(call.args_text)}
+
+
 def openai_chat_messages(
     calls: Iterable[ToolCall],
     *,
@@ -222,7 +232,10 @@ def anthropic_messages(
     """Anthropic messages: the assistant's ``tool_use`` blocks, then a user message of
     ``tool_result`` blocks (``is_error: true`` for failed calls).
 
-    A call whose arguments never parsed is shown with ``input: {}`` in its ``tool_use``.
+    A call whose argument text never parsed to an object (invalid JSON, or text cut off by
+    ``max_tokens``, which fine-grained tool streaming can produce) is sent back with its
+    raw text wrapped, ``input: {"INVALID_JSON": "<text>"}``, as Anthropic's documentation
+    for fine-grained tool streaming advises; a call with no text at all gets ``input: {}``.
 
     Returns:
         ``anthropic.types.MessageParam`` dicts (an empty list for no calls).
@@ -243,7 +256,7 @@ def anthropic_messages(
                         "type": "tool_use",
                         "id": _plain_text(call.id),
                         "name": _plain_text(call.name),
-                        "input": _input(call),
+                        "input": _anthropic_input(call),
                     }
                     for call in finished
                 ],
