@@ -22,6 +22,7 @@ from toolcall_tracker.adapters import (
     AISDKAdapter,
     AnthropicAdapter,
     BedrockConverseAdapter,
+    CohereAdapter,
     GeminiAdapter,
     OpenAIChatAdapter,
     OpenAIResponsesAdapter,
@@ -166,9 +167,30 @@ class Bedrock:
         return [{"messageStop": {"stopReason": "tool_use"}}]
 
 
-Format = Chat | Responses | Anthropic | Gemini | AISDK | Bedrock
+class Cohere:
+    adapter = CohereAdapter
+
+    def head(self, i: int, call_id: str | None, name: str | None) -> Any:
+        tool_call = _given({"type": "function", "function": _given({"arguments": ""}, name=name)})
+        _given(tool_call, id=call_id)
+        delta = {"message": {"tool_calls": tool_call}}
+        return {"type": "tool-call-start", "index": i, "delta": delta}
+
+    def frag(self, i: int, call_id: str | None, text: str) -> Any:
+        delta = {"message": {"tool_calls": {"function": {"arguments": text}}}}
+        return {"type": "tool-call-delta", "index": i, "delta": delta}
+
+    def tail(self, i: int, call_id: str | None) -> list[Any]:
+        return [{"type": "tool-call-end", "index": i}]
+
+    def end(self) -> list[Any]:
+        return [{"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}]
+
+
+Format = Chat | Responses | Anthropic | Gemini | AISDK | Bedrock | Cohere
 FORMATS: dict[str, Format] = {
     "bedrock": Bedrock(),
+    "cohere": Cohere(),
     "openai_chat": Chat(),
     "openai_responses": Responses(),
     "anthropic": Anthropic(),

@@ -30,6 +30,7 @@ from toolcall_tracker import ToolCallStateMachine, tool_call_streaming_state_mac
 from toolcall_tracker.adapters import (
     AnthropicAdapter,
     BedrockConverseAdapter,
+    CohereAdapter,
     OpenAIChatAdapter,
     apply_stream,
 )
@@ -42,6 +43,7 @@ pytestmark = pytest.mark.skipif(
 
 ADAPTERS: dict[str, Callable[[], Any]] = {
     "bedrock": BedrockConverseAdapter,
+    "cohere": CohereAdapter,
     "anthropic_eager": AnthropicAdapter,
     "litellm": OpenAIChatAdapter,
     "mistral": OpenAIChatAdapter,

@@ -10,6 +10,7 @@ JSON; no adapter imports a provider SDK.
 - :class:`AnthropicAdapter`: Anthropic Messages stream events.
 - :class:`GeminiAdapter`: google-genai ``GenerateContentResponse`` chunks.
 - :class:`BedrockConverseAdapter`: AWS Bedrock ``converse_stream`` event dicts.
+- :class:`CohereAdapter`: Cohere v2 chat stream events.
 - :class:`AISDKAdapter`: Vercel AI SDK UI message stream parts; :class:`AISDKEncoder` goes
   the other way, from tracker events to those parts (:class:`AISDKListener`: the same
   parts from a tracker's change feed).
@@ -23,6 +24,7 @@ from ._base import AdaptedStream, Adapter, AdapterEvent, adapt, apply_stream
 from .ai_sdk import AISDKAdapter, AISDKEncoder, AISDKListener, encode_ai_sdk
 from .anthropic import AnthropicAdapter
 from .bedrock import BedrockConverseAdapter, BedrockMalformedEvent, BedrockServerToolError
+from .cohere import CohereAdapter, CohereMalformedEvent
 from .gemini import GeminiAdapter
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
@@ -38,6 +40,8 @@ __all__ = [
     "BedrockConverseAdapter",
     "BedrockMalformedEvent",
     "BedrockServerToolError",
+    "CohereAdapter",
+    "CohereMalformedEvent",
     "GeminiAdapter",
     "OpenAIChatAdapter",
     "OpenAIResponsesAdapter",
