@@ -31,6 +31,7 @@ from toolcall_tracker.adapters import (
     AnthropicAdapter,
     BedrockConverseAdapter,
     CohereAdapter,
+    OllamaAdapter,
     OpenAIChatAdapter,
     apply_stream,
 )
@@ -44,6 +45,7 @@ pytestmark = pytest.mark.skipif(
 ADAPTERS: dict[str, Callable[[], Any]] = {
     "bedrock": BedrockConverseAdapter,
     "cohere": CohereAdapter,
+    "ollama": OllamaAdapter,
     "anthropic_eager": AnthropicAdapter,
     "litellm": OpenAIChatAdapter,
     "mistral": OpenAIChatAdapter,

@@ -11,6 +11,7 @@ JSON; no adapter imports a provider SDK.
 - :class:`GeminiAdapter`: google-genai ``GenerateContentResponse`` chunks.
 - :class:`BedrockConverseAdapter`: AWS Bedrock ``converse_stream`` event dicts.
 - :class:`CohereAdapter`: Cohere v2 chat stream events.
+- :class:`OllamaAdapter`: Ollama ``/api/chat`` lines (and its OpenAI-compatible chunks).
 - :class:`AISDKAdapter`: Vercel AI SDK UI message stream parts; :class:`AISDKEncoder` goes
   the other way, from tracker events to those parts (:class:`AISDKListener`: the same
   parts from a tracker's change feed).
@@ -26,6 +27,7 @@ from .anthropic import AnthropicAdapter
 from .bedrock import BedrockConverseAdapter, BedrockMalformedEvent, BedrockServerToolError
 from .cohere import CohereAdapter, CohereMalformedEvent
 from .gemini import GeminiAdapter
+from .ollama import OllamaAdapter, OllamaMalformedToolCall
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
 
@@ -43,6 +45,8 @@ __all__ = [
     "CohereAdapter",
     "CohereMalformedEvent",
     "GeminiAdapter",
+    "OllamaAdapter",
+    "OllamaMalformedToolCall",
     "OpenAIChatAdapter",
     "OpenAIResponsesAdapter",
     "adapt",
