@@ -31,6 +31,7 @@ from toolcall_tracker.adapters import (
     AnthropicAdapter,
     BedrockConverseAdapter,
     CohereAdapter,
+    MistralAdapter,
     OllamaAdapter,
     OpenAIChatAdapter,
     apply_stream,
@@ -48,7 +49,7 @@ ADAPTERS: dict[str, Callable[[], Any]] = {
     "ollama": OllamaAdapter,
     "anthropic_eager": AnthropicAdapter,
     "litellm": OpenAIChatAdapter,
-    "mistral": OpenAIChatAdapter,
+    "mistral": MistralAdapter,
 }
 SERVER_TOOLS: dict[str, Callable[[], Any]] = {
     "bedrock": lambda: BedrockConverseAdapter(server_tools=True),

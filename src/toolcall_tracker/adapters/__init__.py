@@ -11,6 +11,7 @@ JSON; no adapter imports a provider SDK.
 - :class:`GeminiAdapter`: google-genai ``GenerateContentResponse`` chunks.
 - :class:`BedrockConverseAdapter`: AWS Bedrock ``converse_stream`` event dicts.
 - :class:`CohereAdapter`: Cohere v2 chat stream events.
+- :class:`MistralAdapter`: ``mistralai`` stream objects (Chat Completions with quirks).
 - :class:`OllamaAdapter`: Ollama ``/api/chat`` lines (and its OpenAI-compatible chunks).
 - :class:`AISDKAdapter`: Vercel AI SDK UI message stream parts; :class:`AISDKEncoder` goes
   the other way, from tracker events to those parts (:class:`AISDKListener`: the same
@@ -27,6 +28,7 @@ from .anthropic import AnthropicAdapter
 from .bedrock import BedrockConverseAdapter, BedrockMalformedEvent, BedrockServerToolError
 from .cohere import CohereAdapter, CohereMalformedEvent
 from .gemini import GeminiAdapter
+from .mistral import MistralAdapter
 from .ollama import OllamaAdapter, OllamaMalformedToolCall
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
@@ -45,6 +47,7 @@ __all__ = [
     "CohereAdapter",
     "CohereMalformedEvent",
     "GeminiAdapter",
+    "MistralAdapter",
     "OllamaAdapter",
     "OllamaMalformedToolCall",
     "OpenAIChatAdapter",
