@@ -11,7 +11,10 @@ Each helper takes the finished calls of a turn (``tracker.list()``, or what
 - :func:`anthropic_messages`: an ``assistant`` message with ``tool_use`` blocks, then a
   ``user`` message with one ``tool_result`` block per call, ``is_error`` set for failures;
 - :func:`gemini_contents`: a ``model`` content with ``function_call`` parts, then a
-  ``user`` content with one ``function_response`` part per call.
+  ``user`` content with one ``function_response`` part per call;
+- :func:`ollama_messages`: an ``assistant`` message with ``tool_calls`` (arguments as
+  objects, no ids), then one ``role: "tool"`` message per call naming it by ``tool_name``
+  (Ollama's native ``/api/chat``).
 
 With ``include_calls=False`` only the second half (the results) is returned: use that when
 you append the model's own assistant message/content to the history, which you should do
@@ -56,6 +59,7 @@ __all__ = [
     "error_text",
     "gemini_contents",
     "jsonable",
+    "ollama_messages",
     "openai_chat_messages",
     "openai_responses_items",
     "result_text",
@@ -118,6 +122,16 @@ def _input(call: ToolCall) -> dict[str, Any]:
     """A call's parsed arguments as a JSON object for the SDK (``{}`` if they never parsed)."""
     args = _jsonable(call.args) if isinstance(call.args, dict) else None
     return args if isinstance(args, dict) else {}
+
+
+def _anthropic_input(call: ToolCall) -> dict[str, Any]:
+    """A call's ``input`` for its ``tool_use`` block: its parsed arguments when they are a
+    JSON object; otherwise, when it has argument text (invalid or cut-off JSON, as
+    fine-grained tool streaming can send), that raw text wrapped as
+    ``{"INVALID_JSON": <text>}``, as Anthropic's documentation advises; else ``{}``."""
+    if isinstance(call.args, dict) or not call.args_text.strip():
+        return _input(call)
+    return {"INVALID_JSON": _plain_text(call.args_text)}
 
 
 def openai_chat_messages(
@@ -222,7 +236,10 @@ def anthropic_messages(
     """Anthropic messages: the assistant's ``tool_use`` blocks, then a user message of
     ``tool_result`` blocks (``is_error: true`` for failed calls).
 
-    A call whose arguments never parsed is shown with ``input: {}`` in its ``tool_use``.
+    A call whose argument text never parsed to an object (invalid JSON, or text cut off by
+    ``max_tokens``, which fine-grained tool streaming can produce) is sent back with its
+    raw text wrapped, ``input: {"INVALID_JSON": "<text>"}``, as Anthropic's documentation
+    for fine-grained tool streaming advises; a call with no text at all gets ``input: {}``.
 
     Returns:
         ``anthropic.types.MessageParam`` dicts (an empty list for no calls).
@@ -243,7 +260,7 @@ def anthropic_messages(
                         "type": "tool_use",
                         "id": _plain_text(call.id),
                         "name": _plain_text(call.name),
-                        "input": _input(call),
+                        "input": _anthropic_input(call),
                     }
                     for call in finished
                 ],
@@ -328,6 +345,53 @@ def gemini_contents(
         )
     contents.append({"role": "user", "parts": parts})
     return contents
+
+
+def ollama_messages(
+    calls: Iterable[ToolCall],
+    *,
+    include_calls: bool = True,
+    render_result: TextRenderer = result_text,
+    render_error: TextRenderer = error_text,
+    notes: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Ollama ``/api/chat`` messages: the assistant's ``tool_calls``, then ``role: tool``
+    replies, each naming its tool by ``tool_name`` (Ollama's native API has no call ids;
+    replies are matched to calls by name and order).
+
+    The arguments are sent as the JSON object Ollama streamed (``{}`` for a call whose
+    arguments never parsed to one).
+
+    Returns:
+        ``ollama.Message``-shaped dicts (an empty list for no calls).
+
+    Raises:
+        ValueError: a call is not finished yet.
+    """
+    finished = _finished(calls)
+    if not finished:
+        return []
+    messages: list[dict[str, Any]] = []
+    if include_calls:
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"function": {"name": _plain_text(call.name), "arguments": _input(call)}}
+                    for call in finished
+                ],
+            }
+        )
+    messages.extend(
+        {
+            "role": "tool",
+            "content": _reply(call, render_result, render_error, notes),
+            "tool_name": _plain_text(call.name),
+        }
+        for call in finished
+    )
+    return messages
 
 
 def _with_id(call: ToolCall, include_id: bool, **fields: Any) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from toolcall_tracker import Limits, ToolCallTracker, tool_call_streaming_state_
 from toolcall_tracker.adapters import (
     AISDKAdapter,
     AnthropicAdapter,
+    BedrockConverseAdapter,
+    CohereAdapter,
     GeminiAdapter,
     OpenAIChatAdapter,
     OpenAIResponsesAdapter,
@@ -147,8 +149,48 @@ class AISDK:
         return [{"type": "finish"}]
 
 
-Format = Chat | Responses | Anthropic | Gemini | AISDK
+class Bedrock:
+    adapter = BedrockConverseAdapter
+
+    def head(self, i: int, call_id: str | None, name: str | None) -> Any:
+        tool_use = _given({}, toolUseId=call_id, name=name)
+        return {"contentBlockStart": {"contentBlockIndex": i, "start": {"toolUse": tool_use}}}
+
+    def frag(self, i: int, call_id: str | None, text: str) -> Any:
+        delta = {"toolUse": {"input": text}}
+        return {"contentBlockDelta": {"contentBlockIndex": i, "delta": delta}}
+
+    def tail(self, i: int, call_id: str | None) -> list[Any]:
+        return [{"contentBlockStop": {"contentBlockIndex": i}}]
+
+    def end(self) -> list[Any]:
+        return [{"messageStop": {"stopReason": "tool_use"}}]
+
+
+class Cohere:
+    adapter = CohereAdapter
+
+    def head(self, i: int, call_id: str | None, name: str | None) -> Any:
+        tool_call = _given({"type": "function", "function": _given({"arguments": ""}, name=name)})
+        _given(tool_call, id=call_id)
+        delta = {"message": {"tool_calls": tool_call}}
+        return {"type": "tool-call-start", "index": i, "delta": delta}
+
+    def frag(self, i: int, call_id: str | None, text: str) -> Any:
+        delta = {"message": {"tool_calls": {"function": {"arguments": text}}}}
+        return {"type": "tool-call-delta", "index": i, "delta": delta}
+
+    def tail(self, i: int, call_id: str | None) -> list[Any]:
+        return [{"type": "tool-call-end", "index": i}]
+
+    def end(self) -> list[Any]:
+        return [{"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}]
+
+
+Format = Chat | Responses | Anthropic | Gemini | AISDK | Bedrock | Cohere
 FORMATS: dict[str, Format] = {
+    "bedrock": Bedrock(),
+    "cohere": Cohere(),
     "openai_chat": Chat(),
     "openai_responses": Responses(),
     "anthropic": Anthropic(),

@@ -9,6 +9,10 @@ JSON; no adapter imports a provider SDK.
 - :class:`OpenAIResponsesAdapter`: Responses API events.
 - :class:`AnthropicAdapter`: Anthropic Messages stream events.
 - :class:`GeminiAdapter`: google-genai ``GenerateContentResponse`` chunks.
+- :class:`BedrockConverseAdapter`: AWS Bedrock ``converse_stream`` event dicts.
+- :class:`CohereAdapter`: Cohere v2 chat stream events.
+- :class:`MistralAdapter`: ``mistralai`` stream objects (Chat Completions with quirks).
+- :class:`OllamaAdapter`: Ollama ``/api/chat`` lines (and its OpenAI-compatible chunks).
 - :class:`AISDKAdapter`: Vercel AI SDK UI message stream parts; :class:`AISDKEncoder` goes
   the other way, from tracker events to those parts (:class:`AISDKListener`: the same
   parts from a tracker's change feed).
@@ -21,7 +25,11 @@ or re-id only their own call, and no adapter keeps argument text beyond them.
 from ._base import AdaptedStream, Adapter, AdapterEvent, adapt, apply_stream
 from .ai_sdk import AISDKAdapter, AISDKEncoder, AISDKListener, encode_ai_sdk
 from .anthropic import AnthropicAdapter
+from .bedrock import BedrockConverseAdapter, BedrockMalformedEvent, BedrockServerToolError
+from .cohere import CohereAdapter, CohereMalformedEvent
 from .gemini import GeminiAdapter
+from .mistral import MistralAdapter
+from .ollama import OllamaAdapter, OllamaMalformedToolCall
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
 
@@ -33,7 +41,15 @@ __all__ = [
     "Adapter",
     "AdapterEvent",
     "AnthropicAdapter",
+    "BedrockConverseAdapter",
+    "BedrockMalformedEvent",
+    "BedrockServerToolError",
+    "CohereAdapter",
+    "CohereMalformedEvent",
     "GeminiAdapter",
+    "MistralAdapter",
+    "OllamaAdapter",
+    "OllamaMalformedToolCall",
     "OpenAIChatAdapter",
     "OpenAIResponsesAdapter",
     "adapt",

@@ -1,0 +1,228 @@
+"""The Cohere v2 chat stream adapter: :class:`CohereAdapter`.
+
+Feed it the events of a v2 chat stream: the ``cohere`` client's typed events
+(``client.chat_stream(...)``, ``AsyncClientV2.chat_stream(...)``) or the plain dicts
+decoded from the SSE ``data:`` lines::
+
+    stream = client.chat_stream(model=..., messages=..., tools=...)   # cohere.ClientV2
+    apply_stream(tracker, stream, CohereAdapter())
+
+    async with ToolCallTracker() as tracker:                          # cohere.AsyncClientV2
+        await tracker.consume(adapt(client.chat_stream(...), CohereAdapter()))
+
+How the wire maps to tracker events:
+
+- ``tool-call-start`` starts a call whose id is ``delta.message.tool_calls.id`` (the id your
+  ``tool`` message's ``tool_call_id`` must reference) and whose name is its
+  ``function.name``; its ``function.arguments`` (usually ``""``) is the first text. Later
+  events name the call only by its ``index``, so they are routed by index.
+- ``tool-call-delta`` appends ``function.arguments`` (pretty-printed JSON is fine: the text
+  is kept as sent and parsed when the call is ready).
+- ``tool-call-end`` makes the call ready; a call with no argument text (one that goes
+  straight from start to end, an argument-less tool) is ``{}``.
+- ``message-end`` ends the turn: ``End(ok=True)`` for ``finish_reason`` ``TOOL_CALL``,
+  ``COMPLETE`` and ``STOP_SEQUENCE`` (configurable, see ``ok_finish_reasons``);
+  ``End(ok=False, reason=finish_reason)`` for ``MAX_TOKENS``, ``TIMEOUT``, ``ERROR`` and
+  anything else (with ``delta.error``, the reason is ``"error: <text>"``). A call not
+  ended by then is failed by the tracker (``IncompleteArguments``).
+- ``message-start``, ``tool-plan-delta``, ``content-*``, ``citation-*``, ``debug`` and
+  unknown events are ignored; so is anything after ``message-end`` (the SSE body's final
+  ``[DONE]`` never reaches the adapter as an item).
+
+Malformed events never raise and fail their own call only:
+
+- ``function.arguments`` that is not a string, or a call without a string name: the call
+  fails with a :class:`CohereMalformedEvent`; later events for its index are dropped;
+- a call without a usable id (missing, or longer than ``Limits.max_id_chars``) gets
+  ``cohere-call-<index>`` (``-2``, ``-3``... appended if taken); a name longer than
+  ``Limits.max_name_chars`` is cut (``...(cut)``); a call reusing an id: ignored;
+- a ``tool-call-delta`` before its ``tool-call-start``: the call that then starts at that
+  index fails with a :class:`CohereMalformedEvent`;
+- anything else that cannot be read: ignored, logged at DEBUG on the
+  ``toolcall_tracker.adapters`` logger.
+
+One adapter per model turn (per stream).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any, Final, Literal
+
+from ..errors import CallFailure
+from ..limits import Limits
+from ._base import SinkAdapter
+from ._common import _get, _IdMinter, _short, _tool_name, _usable_id, logger
+
+__all__ = ["CohereAdapter", "CohereMalformedEvent"]
+
+
+class CohereMalformedEvent(CallFailure):
+    """A stream event concerning this call was malformed, so the call cannot be trusted.
+
+    ``event_type`` is the offending event's ``type``; ``index`` its tool-call index.
+    """
+
+    kind: Literal["cohere_malformed_event"] = "cohere_malformed_event"
+    event_type: str | None = None
+    index: int | None = None
+
+
+_DEFAULT_OK: Final = ("TOOL_CALL", "COMPLETE", "STOP_SEQUENCE")
+
+
+class _Call:
+    __slots__ = ("call_id", "closed", "has_text", "name")
+
+    def __init__(self, call_id: str, name: str) -> None:
+        self.call_id = call_id
+        self.name = name
+        self.has_text = False
+        self.closed = False
+
+
+def _tool_call(event: Any) -> Any:
+    """``delta.message.tool_calls`` of a tool-call event (one object; a list's first)."""
+    value = _get(_get(_get(event, "delta"), "message"), "tool_calls")
+    if isinstance(value, list | tuple):
+        return value[0] if value else None
+    return value
+
+
+class CohereAdapter(SinkAdapter):
+    """Translate a Cohere v2 chat stream into tracker events (see the module doc).
+
+    Args:
+        ok_finish_reasons: the ``finish_reason`` values that end the turn ok. Default
+            ``("TOOL_CALL", "COMPLETE", "STOP_SEQUENCE")``.
+        limits: the limits to honour through ``feed`` / ``end`` (written into a machine
+            or tracker, the adapter honours that machine's limits instead).
+    """
+
+    __slots__ = ("_calls", "_early", "_ended", "_ids", "_ok_reasons")
+
+    def __init__(
+        self, *, ok_finish_reasons: Collection[str] = _DEFAULT_OK, limits: Limits | None = None
+    ) -> None:
+        super().__init__(limits=limits)
+        self._ok_reasons = frozenset(ok_finish_reasons)
+        self._calls: dict[int, _Call] = {}
+        self._early: set[int] = set()
+        self._ids = _IdMinter()
+        self._ended = False
+
+    def _translate(self, item: Any) -> None:
+        """Write the events one stream event implies (often none). Never raises."""
+        try:
+            if self._ended:
+                return
+            kind = _get(item, "type")
+            if kind == "tool-call-delta":
+                self._on_delta(item)
+            elif kind == "tool-call-start":
+                self._on_start(item)
+            elif kind == "tool-call-end":
+                self._on_end(_get(item, "index"))
+            elif kind == "message-end":
+                self._on_message_end(_get(item, "delta"))
+        except Exception:  # a hostile object; nothing to attribute it to
+            logger.debug("cohere: ignored an event that could not be read", exc_info=True)
+
+    def _finish_stream(self) -> None:
+        """The end of the stream: ``End(ok=False)`` unless ``message-end`` ended the turn."""
+        if not self._ended:
+            self._end(False, "stream ended before message-end")
+
+    # -- handlers ---------------------------------------------------------------------
+
+    def _on_start(self, item: Any) -> None:
+        index = _get(item, "index")
+        if type(index) is not int:
+            logger.debug("cohere: ignored a tool-call-start without an integer index")
+            return
+        tool_call = _tool_call(item)
+        function = _get(tool_call, "function")
+        call_id = _get(tool_call, "id")
+        old = self._calls.get(index)
+        if old is not None and not old.closed:
+            if old.call_id == call_id:
+                return  # the same call announced twice
+            self._fail(old, "a new call started at its index before it ended", "start", index)
+        max_id = self._limits.max_id_chars
+        if not _usable_id(call_id, max_id):
+            call_id = self._ids.mint(f"cohere-call-{index}", max_id)
+        elif not self._ids.claim(call_id):
+            logger.debug("cohere: ignored a tool call reusing id %r", call_id)
+            self._calls.pop(index, None)
+            return
+        name = _get(function, "name")
+        call = self._calls[index] = _Call(call_id, name if isinstance(name, str) else "")
+        self._sink.write_start(call_id, _tool_name(call.name, self._limits.max_name_chars))
+        if not isinstance(name, str) or not name:
+            self._fail(call, f"the call has no name ({_short(name)})", "tool-call-start", index)
+        elif index in self._early:
+            self._early.discard(index)
+            why = "argument text (tool-call-delta) arrived before the call started"
+            self._fail(call, why, "tool-call-delta", index)
+        else:
+            self._append(call, _get(function, "arguments"), "tool-call-start", index)
+
+    def _on_delta(self, item: Any) -> None:
+        index = _get(item, "index")
+        call = self._calls.get(index)
+        if call is None:
+            if type(index) is int and len(self._early) < self._limits.max_calls:
+                logger.debug("cohere: a tool-call-delta at index %d before its start", index)
+                self._early.add(index)
+            return
+        if call.closed:
+            return
+        arguments = _get(_get(_tool_call(item), "function"), "arguments")
+        self._append(call, arguments, "tool-call-delta", index)
+
+    def _append(self, call: _Call, text: Any, event_type: str, index: int) -> None:
+        if text is None:
+            return
+        if not isinstance(text, str):
+            self._fail(call, f"arguments must be a string, got {_short(text)}", event_type, index)
+            return
+        if text:
+            call.has_text = True
+            self._sink.write_delta(call.call_id, text)
+
+    def _on_end(self, index: Any) -> None:
+        call = self._calls.get(index)
+        if call is None or call.closed:
+            return
+        call.closed = True
+        if not call.has_text:
+            self._sink.write_delta(call.call_id, "{}")
+        self._sink.write_ready(call.call_id)
+
+    def _on_message_end(self, delta: Any) -> None:
+        reason = _get(delta, "finish_reason")
+        error = _get(delta, "error")
+        if isinstance(error, str) and error:
+            self._end(False, f"error: {error:.200}")
+        elif isinstance(reason, str):
+            self._end(reason in self._ok_reasons, reason)
+        else:
+            self._end(False, "message-end without finish_reason")
+
+    def _end(self, ok: bool, reason: str) -> None:
+        self._ended = True
+        self._calls.clear()
+        self._sink.write_end(ok, reason)
+
+    def _fail(self, call: _Call, why: str, event_type: str, index: Any) -> None:
+        if call.closed:
+            return
+        call.closed = True
+        self._sink.write_error(
+            call.call_id,
+            CohereMalformedEvent(
+                message=f"call {call.call_id!r} ({call.name}): malformed {event_type}: {why}",
+                event_type=event_type,
+                index=index if type(index) is int else None,
+            ),
+        )
