@@ -184,9 +184,13 @@ class TurnSpans(ChangeListener):
     def turn_ended(self, end: End) -> None:
         now = time.monotonic()
         self._ended, self._ended_seen = now, True
-        for opened in self._open.values():
-            if opened.span.is_recording():
-                opened.span.add_event(STREAM_ENDED, self._end_attributes(end), self.epoch_ns(now))
+        try:
+            for opened in self._open.values():
+                if opened.span.is_recording():
+                    at = self.epoch_ns(now)
+                    opened.span.add_event(STREAM_ENDED, self._end_attributes(end), at)
+        except Exception:  # pragma: no cover (the API does not raise)
+            logger.exception("recording the end of the stream failed")
 
     def event_ignored(self, event: object, reason: object) -> None:
         try:
