@@ -75,7 +75,11 @@ class Delta(BaseModel):
     model_config = _EVENT_CONFIG
     type: Literal["delta"] = "delta"
     id: _Id
-    args_text_delta: str = Field(alias="argsTextDelta")
+    # validation_alias, not alias: type checkers then see ``Delta(args_text_delta=...)`` as
+    # the constructor's keyword (plain mypy, no plugin); both names validate at run time.
+    args_text_delta: str = Field(
+        validation_alias="argsTextDelta", serialization_alias="argsTextDelta"
+    )
 
 
 class Ready(BaseModel):

@@ -48,10 +48,17 @@ No builder raises on a value JSON cannot hold; every one applies the same rules
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ._jsonout import _escape_surrogates, _json_text, _jsonable, _plain_text
 from .calls import Status, ToolCall
+
+if TYPE_CHECKING:
+    # The SDKs' own request types, for type checkers only (see ``tools``): nothing of an SDK
+    # is imported at run time, and without the SDK they are ``Any``.
+    from anthropic.types import MessageParam, ToolResultBlockParam
+    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.responses import ResponseInputParam
 
 __all__ = [
     "TextRenderer",
@@ -141,7 +148,7 @@ def openai_chat_messages(
     render_result: TextRenderer = result_text,
     render_error: TextRenderer = error_text,
     notes: Mapping[str, str] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ChatCompletionMessageParam]:
     """Chat Completions messages: the assistant's ``tool_calls``, then ``role: tool`` replies.
 
     Args:
@@ -153,7 +160,8 @@ def openai_chat_messages(
             ``RunControl.notes()``: the arguments a human edited before the tool ran).
 
     Returns:
-        ``openai.types.chat.ChatCompletionMessageParam`` dicts (an empty list for no calls).
+        ``openai.types.chat.ChatCompletionMessageParam`` dicts (an empty list for no calls),
+        typed as what ``client.chat.completions.create(messages=...)`` takes.
 
     Raises:
         ValueError: a call is not finished yet.
@@ -161,7 +169,7 @@ def openai_chat_messages(
     finished = _finished(calls)
     if not finished:
         return []
-    messages: list[dict[str, Any]] = []
+    messages: list[ChatCompletionMessageParam] = []
     if include_calls:
         messages.append(
             {
@@ -193,20 +201,21 @@ def openai_responses_items(
     render_result: TextRenderer = result_text,
     render_error: TextRenderer = error_text,
     notes: Mapping[str, str] | None = None,
-) -> list[dict[str, Any]]:
+) -> ResponseInputParam:
     """Responses API input items: ``function_call`` items, then ``function_call_output``.
 
     The calls' ids must be the model's ``call_id`` values. With ``previous_response_id``
     pass ``include_calls=False``: the server already has the calls.
 
     Returns:
-        ``openai.types.responses.ResponseInputItemParam`` dicts.
+        ``openai.types.responses.ResponseInputItemParam`` dicts, typed as what
+        ``client.responses.create(input=...)`` takes (``ResponseInputParam``).
 
     Raises:
         ValueError: a call is not finished yet.
     """
     finished = _finished(calls)
-    items: list[dict[str, Any]] = []
+    items: ResponseInputParam = []
     if include_calls:
         items.extend(
             {
@@ -232,7 +241,7 @@ def anthropic_messages(
     render_result: TextRenderer = result_text,
     render_error: TextRenderer = error_text,
     notes: Mapping[str, str] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[MessageParam]:
     """Anthropic messages: the assistant's ``tool_use`` blocks, then a user message of
     ``tool_result`` blocks (``is_error: true`` for failed calls).
 
@@ -242,7 +251,8 @@ def anthropic_messages(
     for fine-grained tool streaming advises; a call with no text at all gets ``input: {}``.
 
     Returns:
-        ``anthropic.types.MessageParam`` dicts (an empty list for no calls).
+        ``anthropic.types.MessageParam`` dicts (an empty list for no calls), typed as what
+        ``client.messages.create(messages=...)`` takes.
 
     Raises:
         ValueError: a call is not finished yet.
@@ -250,7 +260,7 @@ def anthropic_messages(
     finished = _finished(calls)
     if not finished:
         return []
-    messages: list[dict[str, Any]] = []
+    messages: list[MessageParam] = []
     if include_calls:
         messages.append(
             {
@@ -266,7 +276,7 @@ def anthropic_messages(
                 ],
             }
         )
-    blocks: list[dict[str, Any]] = []
+    blocks: list[ToolResultBlockParam] = []
     for call in finished:
         failed = call.status is Status.ERROR
         blocks.append(

@@ -43,7 +43,6 @@ from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar, overload
 
 from pydantic import BaseModel
 
-from ._jsonout import _plain_text
 from ._signature import _build_arguments, _is_async_callable, _json_schema, _parse_docstring
 from .calls import ToolCall
 
@@ -430,68 +429,11 @@ def tools_by_name(tools: ToolsInput) -> dict[str, Tool[..., Any]]:
     return result
 
 
-# -- provider tool definitions ------------------------------------------------------------
-
-
-def openai_chat_tools(tools: ToolsInput) -> list[dict[str, Any]]:
-    """OpenAI Chat Completions ``tools``: ``{"type": "function", "function": {...}}`` each.
-
-    Valid ``openai.types.chat.ChatCompletionToolParam`` values.
-    """
-    out: list[dict[str, Any]] = []
-    for spec in tools_by_name(tools).values():
-        function: dict[str, Any] = {"name": spec.name}
-        if spec.description:
-            function["description"] = _plain_text(spec.description)
-        function["parameters"] = spec.parameters
-        out.append({"type": "function", "function": function})
-    return out
-
-
-def openai_responses_tools(tools: ToolsInput) -> list[dict[str, Any]]:
-    """OpenAI Responses ``tools``: ``{"type": "function", "name": ..., "parameters": ...}``.
-
-    ``strict`` is ``False`` (strict mode needs every property required). Valid
-    ``openai.types.responses.FunctionToolParam`` values.
-    """
-    out: list[dict[str, Any]] = []
-    for spec in tools_by_name(tools).values():
-        entry: dict[str, Any] = {"type": "function", "name": spec.name}
-        if spec.description:
-            entry["description"] = _plain_text(spec.description)
-        entry["parameters"] = spec.parameters
-        entry["strict"] = False
-        out.append(entry)
-    return out
-
-
-def anthropic_tools(tools: ToolsInput) -> list[dict[str, Any]]:
-    """Anthropic Messages ``tools``: ``{"name", "description", "input_schema"}`` each.
-
-    Valid ``anthropic.types.ToolParam`` values.
-    """
-    out: list[dict[str, Any]] = []
-    for spec in tools_by_name(tools).values():
-        entry: dict[str, Any] = {"name": spec.name}
-        if spec.description:
-            entry["description"] = _plain_text(spec.description)
-        entry["input_schema"] = spec.parameters
-        out.append(entry)
-    return out
-
-
-def gemini_tools(tools: ToolsInput) -> list[dict[str, Any]]:
-    """Gemini ``tools``: one tool holding a function declaration per function.
-
-    Returns ``[{"function_declarations": [{"name", "description",
-    "parameters_json_schema"}, ...]}]``, valid ``google.genai.types.Tool`` values (the
-    JSON Schema goes in ``parameters_json_schema``, which accepts ``$ref``/``$defs``).
-    """
-    declarations: list[dict[str, Any]] = []
-    for spec in tools_by_name(tools).values():
-        entry: dict[str, Any] = {"name": spec.name}
-        if spec.description:
-            entry["description"] = _plain_text(spec.description)
-        entry["parameters_json_schema"] = spec.parameters
-        declarations.append(entry)
-    return [{"function_declarations": declarations}]
+# The provider renderers live in their own module (re-exported here, their public home);
+# imported last, since they use ``ToolsInput`` and ``tools_by_name`` above.
+from ._provider_tools import (  # noqa: E402
+    anthropic_tools,
+    gemini_tools,
+    openai_chat_tools,
+    openai_responses_tools,
+)

@@ -55,7 +55,8 @@ alive). The runner keeps per-call state only until the call finishes.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from importlib.util import find_spec
+from typing import TYPE_CHECKING, Any
 
 from ..calls import ToolCall
 from ..tools import Tool, ToolsInput, tools_by_name
@@ -74,6 +75,11 @@ from ._pending import (
 )
 from ._progress import ProgressUpdate
 from ._turn import Turn
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
+    from ._otel import Tracing
 
 __all__ = [
     "ApprovalDecision",
@@ -116,6 +122,13 @@ class ToolRunner:
             mistakes but not forgery: set it whenever decisions come from a client.
         finished_calls: the store of calls a :meth:`resume` has acted on, so none runs
             twice (default: an :class:`InMemoryFinishedCalls` of this runner's).
+        tracer_provider: the OpenTelemetry ``TracerProvider`` for the ``execute_tool``
+            spans (one per call whose tool ran). Default: the globally configured one,
+            when the ``opentelemetry-api`` package is installed (without it, nothing is
+            traced and nothing of it imported). See the README's "Observability".
+        record_content: also record each call's arguments and result on its span
+            (``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result``). Off by
+            default: they may hold personal or secret data.
 
     Raises:
         ValueError: a limit is not positive, or two tools share a name.
@@ -131,6 +144,8 @@ class ToolRunner:
         timeout: float | None = None,
         approval_secret: bytes | str | None = None,
         finished_calls: FinishedCalls | None = None,
+        tracer_provider: TracerProvider | None = None,
+        record_content: bool = False,
     ) -> None:
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool)
@@ -152,6 +167,7 @@ class ToolRunner:
         self._finished_calls = (
             finished_calls if finished_calls is not None else InMemoryFinishedCalls()
         )
+        self._tracing = _tracing(tracer_provider, record_content)
 
     @property
     def tools(self) -> dict[str, Tool[..., Any]]:
@@ -245,6 +261,8 @@ async def run_tools(
     max_concurrency: int | None = None,
     call_timeout: float | None = None,
     timeout: float | None = None,
+    tracer_provider: TracerProvider | None = None,
+    record_content: bool = False,
 ) -> list[ToolCall]:
     """``await ToolRunner(tools, ...).run(tracker)``: run one turn's calls.
 
@@ -257,5 +275,22 @@ async def run_tools(
         max_concurrency=max_concurrency,
         call_timeout=call_timeout,
         timeout=timeout,
+        tracer_provider=tracer_provider,
+        record_content=record_content,
     )
     return await runner.run(tracker)
+
+
+def _tracing(provider: TracerProvider | None, record_content: bool) -> Tracing | None:
+    """The runner's tracing, or ``None`` when ``opentelemetry`` is not installed (then
+    nothing of it is imported: looking for the package imports nothing)."""
+    if provider is None:
+        try:
+            if find_spec("opentelemetry") is None:
+                return None
+            from ._otel import Tracing
+        except ImportError:  # installed but broken (or partly): trace nothing
+            return None
+    else:
+        from ._otel import Tracing
+    return Tracing(provider, record_content)

@@ -37,6 +37,7 @@ from ._pending import (
 if TYPE_CHECKING:
     from . import ToolRunner
     from ._control import RunControl
+    from ._otel import TurnSpans
 
 logger: Final = logging.getLogger("toolcall_tracker.runner")
 
@@ -91,6 +92,7 @@ class Approvals:
     _deciding: int
     _idle: anyio.Event | None
     _tg: anyio.abc.TaskGroup | None
+    _otel: TurnSpans | None
 
     def _fail(self, call: ToolCall, failure: CallFailure) -> None:
         raise NotImplementedError
@@ -178,12 +180,16 @@ class Approvals:
             return
         item.request = _pending_call(self._runner._secret, self._nonce, call)
         self._awaiting[call.id] = item
+        if self._otel is not None:
+            self._otel.approval_requested(call.id)
         control._requests.publish(item.request)
 
     def _apply_decision(
         self, item: _Call, approved: bool, arguments: Any, reason: str | None
     ) -> None:
         call = item.call
+        if self._otel is not None:
+            self._otel.approval_decided(call.id, approved, reason, arguments)
         if not approved:
             self._fail(call, outcomes.denied(call, reason or "denied"))
             return

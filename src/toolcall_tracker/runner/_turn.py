@@ -41,6 +41,7 @@ import math
 import secrets
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -96,6 +97,8 @@ class Turn(Approvals, ChangeListener):
         self._queue = RunQueue()  # waiting for a slot, in ready order, per-tool caps
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope: anyio.CancelScope | None = None
+        tracing = runner._tracing
+        self._otel = tracing.turn(tracker) if tracing is not None else None  # spans, if any
 
     async def go(self) -> None:
         tracker, control = self._tracker, self._control
@@ -106,6 +109,8 @@ class Turn(Approvals, ChangeListener):
         if control is not None:
             control._attach(self)
         tracker.subscribe(self)
+        if self._otel is not None:
+            tracker.subscribe(self._otel)
         pending = None
         try:
             with anyio.CancelScope(deadline=self._deadline) as scope:
@@ -135,6 +140,9 @@ class Turn(Approvals, ChangeListener):
             raise
         finally:
             tracker.unsubscribe(self)
+            if self._otel is not None:
+                tracker.unsubscribe(self._otel)
+                self._otel.close()
             if control is not None:
                 control._detach(pending)
 
@@ -277,7 +285,10 @@ class Turn(Approvals, ChangeListener):
                     return  # finished while its task was being started
                 tracker.mark_tool_started(call.id)
                 item.tool_started = True
-                with anyio.move_on_after(math.inf if timeout is None else timeout) as limit:
+                with (
+                    self._traced(call),
+                    anyio.move_on_after(math.inf if timeout is None else timeout) as limit,
+                ):
                     result = await invoke(
                         spec, item.args, item.kwargs, (limit, scope), self._progress_of(item)
                     )
@@ -319,6 +330,10 @@ class Turn(Approvals, ChangeListener):
             self._free += 1
             self._queue.release(spec.name)
             self._dispatch()
+
+    def _traced(self, call: ToolCall) -> AbstractContextManager[None]:
+        """The call's span, current while its tool runs (nothing without tracing)."""
+        return nullcontext() if self._otel is None else self._otel.running(call)
 
     def _cap(self, name: str) -> float:
         spec = self._tools.get(name)
