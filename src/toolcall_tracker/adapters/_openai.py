@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeAlias
@@ -149,7 +150,6 @@ _PENDING, _READY, _FAILED, _HELD = 0, 1, 2, 3
 """Call statuses. ``_HELD`` (Chat only): still pending, but the next call of its choice
 has started and it was not made ready then; it waits for the ``finish_reason``."""
 _HOLD_PARTS: Final = 256
-_KEEP_PARTS: Final = 256
 _HOLD_CHARS: Final = 1 << 16
 
 
@@ -196,30 +196,22 @@ class _TextDigest:
 
 
 def _keep(call: _Call, fragment: str, limit: int) -> None:
-    """Keep ``fragment`` in ``call.text`` (which must not be ``None``): the text is dropped
-    once it outgrows ``limit`` (the sink fails such a call), and joined every
-    ``_KEEP_PARTS`` fragments. The OpenAI Chat hot path inlines this."""
+    """Keep ``fragment`` in ``call.text`` (which must not be ``None``); the text is dropped
+    once it outgrows ``limit`` (the sink fails such a call). The OpenAI Chat hot path
+    inlines this."""
     text = call.text
     assert text is not None
-    text.append(fragment)
-    call.kept += len(fragment)
-    if call.kept > limit or len(text) >= _KEEP_PARTS:
-        _compact(call, limit)
+    call.kept += text.write(fragment)
+    if call.kept > limit:
+        call.text = None
 
 
-def _compact(call: _Call, limit: int) -> None:
-    """Drop ``call.text`` if it outgrew ``limit``, else join its fragments into one."""
-    text = call.text
-    if text is not None:
-        call.text = None if call.kept > limit else ["".join(text)]
-
-
-def _complete_json(text: list[str]) -> bool:
-    """Whether ``text`` (fragments) is one complete JSON value that no more text could
-    extend: it parses (by the machine's rules) and is not a bare number (``12`` may
-    still become ``123``)."""
+def _complete_json(text: str) -> bool:
+    """Whether ``text`` is one complete JSON value that no more text could extend: it
+    parses (by the machine's rules) and is not a bare number (``12`` may still become
+    ``123``)."""
     try:
-        value = parse_json("".join(text))
+        value = parse_json(text)
     except _ArgumentsError:
         return False
     return type(value) is not int and type(value) is not float
@@ -310,7 +302,7 @@ class _Call:
         self.waiting = False  # counted among the calls waiting for a name
         self.digest = _TextDigest() if digest else None
         self.scan: _JsonEnd | None = None  # (Chat) set for a call with neither id nor index
-        self.text: list[str] | None = None
+        self.text: io.StringIO | None = None
         self.kept = 0
 
 

@@ -22,6 +22,7 @@ lines, say). Items fed once the turn is over (after ``end()``) are ignored and r
 
 from __future__ import annotations
 
+import io
 from typing import Any, Final
 
 from ..limits import Limits
@@ -29,7 +30,6 @@ from ._common import _usable_id
 from ._openai import (
     _FAILED,
     _HELD,
-    _KEEP_PARTS,
     _PENDING,
     _READY,
     OpenAICallFailure,
@@ -38,7 +38,6 @@ from ._openai import (
     OpenAITurnCutOff,
     _Call,
     _check_item,
-    _compact,
     _complete_json,
     _Emitter,
     _get,
@@ -214,13 +213,9 @@ class OpenAIChatAdapter(_Emitter):
                                             write_delta(call.id, arguments)
                                             kept = call.text
                                             if kept is not None:  # _keep, inlined
-                                                kept.append(arguments)
-                                                call.kept += len(arguments)
-                                                if (
-                                                    call.kept > max_chars
-                                                    or len(kept) >= _KEEP_PARTS
-                                                ):
-                                                    _compact(call, max_chars)
+                                                call.kept += kept.write(arguments)
+                                                if call.kept > max_chars:
+                                                    call.text = None
                                         continue
                             self._fragment(get, state, fragment)
                     else:
@@ -272,10 +267,9 @@ class OpenAIChatAdapter(_Emitter):
         self._sink.write_delta(call.id, arguments)
         kept = call.text
         if kept is not None:  # _keep, inlined
-            kept.append(arguments)
-            call.kept += len(arguments)
-            if call.kept > self._limits.max_args_chars or len(kept) >= _KEEP_PARTS:
-                _compact(call, self._limits.max_args_chars)
+            call.kept += kept.write(arguments)
+            if call.kept > self._limits.max_args_chars:
+                call.text = None
         return True
 
     def _finish_stream(self) -> None:
@@ -425,7 +419,7 @@ class OpenAIChatAdapter(_Emitter):
             previous = state.latest
             if previous is not None and previous.status == _PENDING:
                 self._superseded(previous)
-            call.text = []
+            call.text = io.StringIO()
         state.calls.append(call)
         state.latest = call
         if state.finish is not None:
@@ -440,7 +434,7 @@ class OpenAIChatAdapter(_Emitter):
         early)."""
         text = call.text
         call.text = None
-        if call.started and text and _complete_json(text):
+        if call.started and call.has_text and text is not None and _complete_json(text.getvalue()):
             self._ready(call)
         else:
             call.status = _HELD
