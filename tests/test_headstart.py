@@ -33,7 +33,14 @@ from openai.types.chat import ChatCompletionChunk
 
 from _headstart_streams import CALLS, FORMATS, Args, chat_chunk
 from conftest import DEADLINE
-from toolcall_tracker import Status, ToolCall, ToolCallTracker
+from toolcall_tracker import (
+    Limits,
+    Ready,
+    Status,
+    ToolCall,
+    ToolCallTracker,
+    tool_call_streaming_state_machine,
+)
 from toolcall_tracker.adapters import OpenAIChatAdapter, adapt
 from toolcall_tracker.runner import ToolRunner
 from toolcall_tracker.tools import tool
@@ -286,6 +293,35 @@ async def test_chat_readies_a_call_early_only_with_complete_text(anyio_backend: 
                 ("ping", {}),
             ],
         )
+
+
+def test_chat_never_readies_a_bare_number_early() -> None:
+    """``12`` parses, but the model may still be writing ``123``: not a complete value."""
+    adapter = OpenAIChatAdapter()
+    adapter.feed(one(frag(0, "a", "ping", "12")))
+    assert not [e for e in adapter.feed(one(frag(1, "b", "ping", "{}"))) if isinstance(e, Ready)]
+    adapter.feed(one(frag(0, args="3")))  # interleaved: everything waits for finish_reason
+    assert [e.id for e in adapter.feed(chat_chunk(finish="tool_calls"))] == ["a", "b"]
+
+
+@pytest.mark.parametrize("feeder", ["feed", "machine"])
+def test_chat_keeps_no_text_beyond_the_limit(feeder: str) -> None:
+    """Text past ``max_args_chars`` is dropped, not kept for the check: never early."""
+    limits = Limits(max_args_chars=8)
+    adapter = OpenAIChatAdapter(limits=limits)
+    items = [one(frag(0, "a", "ping", '{"k":')), one(frag(0, args='"abc"}'))]
+    if feeder == "feed":
+        for item in items:
+            adapter.feed(item)
+        started = adapter.feed(one(frag(1, "b", "ping", "{}")))
+        assert not [e for e in started if isinstance(e, Ready)]
+    else:
+        machine = tool_call_streaming_state_machine(limits=limits)
+        for item in [*items, one(frag(1, "b", "ping", "{}")), chat_chunk(finish="stop")]:
+            adapter.write(item, machine)
+        first, second = machine.list()
+        assert first.status is Status.ERROR  # ArgumentsTooLarge, from the machine
+        assert second.args == {}
 
 
 # -- OpenAI Chat: random chunkings and interleavings -----------------------------------------
