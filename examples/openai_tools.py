@@ -6,11 +6,15 @@ transcript (``tests/fixtures/openai_*/parallel_calls.sse``) served by an in-proc
 ``httpx.MockTransport``, so the example always runs, with no network.
 
 Each call's tool starts the moment the tracker says its arguments are complete
-(``tracker.ready_calls()``), in an anyio task group, while the stream goes on::
+(``tracker.ready_calls()``), in an anyio task group, while the stream goes on. The
+``stream`` lines show what the model is streaming: with Chat Completions the first
+``get_weather`` starts as soon as the second call begins (its arguments are then complete),
+while the later calls are still streaming, not when the turn ends::
 
-    python examples/openai_tools.py               # Chat Completions
-    python examples/openai_tools.py --responses   # Responses API
-    python examples/openai_tools.py --eager       # Chat: ready when the next call starts
+    python examples/openai_tools.py                    # Chat Completions
+    python examples/openai_tools.py --responses        # Responses API
+    python examples/openai_tools.py --wait-for-finish  # Chat: ready only at finish_reason
+    python examples/openai_tools.py --backend trio     # the same on trio
 """
 
 from __future__ import annotations
@@ -119,6 +123,18 @@ async def run_tool(tracker: ToolCallTracker, call: ToolCall) -> None:
 # -- where the stream comes from -------------------------------------------------------
 
 
+async def narrated(chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The Chat stream, unchanged, saying when each call begins and when the turn ends."""
+    async for chunk in chunks:
+        for choice in chunk.choices:
+            for fragment in choice.delta.tool_calls or ():
+                if fragment.function is not None and fragment.function.name:
+                    say(f"stream call #{fragment.index + 1} ({fragment.function.name}) begins")
+            if choice.finish_reason is not None:
+                say(f"stream finish_reason={choice.finish_reason}")
+        yield chunk
+
+
 def make_client(transcript: Path) -> tuple[AsyncOpenAI, str]:
     """The real client if there is a key; else the same client on a recorded transcript."""
     if os.environ.get("OPENAI_API_KEY"):
@@ -162,7 +178,7 @@ async def stream_turn(tracker: ToolCallTracker, *, responses: bool, eager: bool)
                 tools=CHAT_TOOLS,
                 stream=True,
             )
-            await tracker.consume(adapt(chat, OpenAIChatAdapter(eager=eager)))
+            await tracker.consume(adapt(narrated(chat), OpenAIChatAdapter(eager=eager)))
     end = tracker.end
     say(
         f"the model's turn ended: ok={end.ok if end else None} reason={end.reason if end else None}"
@@ -189,7 +205,11 @@ async def main(responses: bool, eager: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--responses", action="store_true", help="use the Responses API")
-    parser.add_argument("--eager", action="store_true", help="Chat: eager readiness")
+    parser.add_argument(
+        "--wait-for-finish",
+        action="store_true",
+        help="Chat: every call waits for finish_reason (OpenAIChatAdapter(eager=False))",
+    )
     parser.add_argument("--backend", default="asyncio", choices=["asyncio", "trio"])
     options = parser.parse_args()
-    anyio.run(main, options.responses, options.eager, backend=options.backend)
+    anyio.run(main, options.responses, not options.wait_for_finish, backend=options.backend)

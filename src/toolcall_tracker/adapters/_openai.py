@@ -15,12 +15,14 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 from pydantic import BaseModel
 
+from .._json import _ArgumentsError, parse_json
 from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
@@ -84,11 +86,13 @@ class OpenAIArgumentsMismatch(OpenAICallFailure):
 
 
 class OpenAILateArguments(OpenAICallFailure):
-    """(Chat, ``eager=True``) Argument text arrived for a call that was already ready.
+    """(Chat) Argument text arrived for a call that was already ready.
 
-    Eager mode made the call ready when the next call of its choice started; the server
-    then sent more of its arguments (it interleaves calls), so the tool ran with truncated
-    text. ``fragment`` is the first late fragment.
+    The call was made ready when the next call of its choice started (its text was then a
+    complete JSON value) or at its choice's ``finish_reason``; the server then sent more
+    text for it (it interleaves calls). The call fails; a tool that already started got
+    the text the call was made ready with, never the late text. ``fragment`` is the first
+    late fragment.
     """
 
     kind: Literal["late_arguments"] = "late_arguments"
@@ -142,7 +146,9 @@ def _check_item(item: object) -> None:
 
 # -- call records ----------------------------------------------------------------------
 
-_PENDING, _READY, _FAILED = 0, 1, 2
+_PENDING, _READY, _FAILED, _HELD = 0, 1, 2, 3
+"""Call statuses. ``_HELD`` (Chat only): still pending, but the next call of its choice
+has started and it was not made ready then; it waits for the ``finish_reason``."""
 _HOLD_PARTS: Final = 256
 _HOLD_CHARS: Final = 1 << 16
 
@@ -187,6 +193,28 @@ class _TextDigest:
         self.flush()
         head = final[:chars].encode("utf-8", "surrogatepass")
         return hashlib.blake2b(head, digest_size=32).digest() == self._hash.digest()
+
+
+def _keep(call: _Call, fragment: str, limit: int) -> None:
+    """Keep ``fragment`` in ``call.text`` (which must not be ``None``); the text is dropped
+    once it outgrows ``limit`` (the sink fails such a call). The OpenAI Chat hot path
+    inlines this."""
+    text = call.text
+    assert text is not None
+    call.kept += text.write(fragment)
+    if call.kept > limit:
+        call.text = None
+
+
+def _complete_json(text: str) -> bool:
+    """Whether ``text`` is one complete JSON value that no more text could extend: it
+    parses (by the machine's rules) and is not a bare number (``12`` may still become
+    ``123``)."""
+    try:
+        value = parse_json(text)
+    except _ArgumentsError:
+        return False
+    return type(value) is not int and type(value) is not float
 
 
 class _JsonEnd:
@@ -238,7 +266,10 @@ class _Call:
     ``started`` says whether ``Start`` was written; until then (the name has not arrived)
     fragments wait in ``parts`` (``held`` characters), unless they outgrew the limits
     (``dropped``). ``size`` counts every character of the call's text; ``digest`` (the
-    Responses adapter) hashes it. ``has_text``: any non-empty fragment arrived.
+    Responses adapter) hashes it. ``has_text``: any non-empty fragment arrived. ``text``
+    (Chat, the latest call of a choice that may make calls ready early): the call's text
+    so far, ``kept`` characters, at most ``Limits.max_args_chars`` (``None`` once dropped
+    or released), read once, when the next call of the choice starts.
     """
 
     __slots__ = (
@@ -247,12 +278,14 @@ class _Call:
         "has_text",
         "held",
         "id",
+        "kept",
         "name",
         "parts",
         "scan",
         "size",
         "started",
         "status",
+        "text",
         "waiting",
     )
 
@@ -269,6 +302,8 @@ class _Call:
         self.waiting = False  # counted among the calls waiting for a name
         self.digest = _TextDigest() if digest else None
         self.scan: _JsonEnd | None = None  # (Chat) set for a call with neither id nor index
+        self.text: io.StringIO | None = None
+        self.kept = 0
 
 
 class _Emitter(SinkAdapter):
@@ -334,6 +369,8 @@ class _Emitter(SinkAdapter):
         scan = call.scan
         if scan is not None:
             scan.add(fragment)
+        if call.text is not None:
+            _keep(call, fragment, self._limits.max_args_chars)
         digest = call.digest
         if digest is not None:
             if digest is not self._hashing:
@@ -367,8 +404,9 @@ class _Emitter(SinkAdapter):
 
     def _ready(self, call: _Call) -> None:
         """Make a pending call ready: empty text becomes ``{}``; a nameless call fails."""
-        if call.status != _PENDING:
+        if call.status != _PENDING and call.status != _HELD:
             return
+        call.text = None
         if not call.name:
             self._fail(
                 call,
@@ -392,6 +430,7 @@ class _Emitter(SinkAdapter):
         """Fail a call that is not failed yet (a nameless one is started as ``""``)."""
         if call.status == _FAILED:
             return
+        call.text = None
         if not call.started:
             self._start(call)
             if call.status == _FAILED:
@@ -404,7 +443,7 @@ class _Emitter(SinkAdapter):
         """Fail every call still pending: the turn stopped for ``reason`` before they were
         complete (``choice`` is the Chat choice, ``None`` for Responses)."""
         for call in calls:
-            if call.status == _PENDING:
+            if call.status == _PENDING or call.status == _HELD:
                 self._fail(
                     call,
                     OpenAITurnCutOff(

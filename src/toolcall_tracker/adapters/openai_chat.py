@@ -22,11 +22,14 @@ lines, say). Items fed once the turn is over (after ``end()``) are ignored and r
 
 from __future__ import annotations
 
+import io
 from typing import Any, Final
 
 from ..limits import Limits
 from ._common import _usable_id
 from ._openai import (
+    _FAILED,
+    _HELD,
     _PENDING,
     _READY,
     OpenAICallFailure,
@@ -35,6 +38,7 @@ from ._openai import (
     OpenAITurnCutOff,
     _Call,
     _check_item,
+    _complete_json,
     _Emitter,
     _get,
     _Getter,
@@ -55,17 +59,20 @@ _CHAT_OK: Final = frozenset({"tool_calls", "stop", "function_call"})
 
 
 class _Choice:
-    """Routing state of one choice: calls by server id, by index, the latest, all."""
+    """Routing state of one choice: calls by server id, by index, the latest, all; whether
+    it may make calls ready early (``early``: not once its fragments turned out to be
+    interleaved)."""
 
-    __slots__ = ("by_id", "by_index", "calls", "finish", "index", "latest")
+    __slots__ = ("by_id", "by_index", "calls", "early", "finish", "index", "latest")
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, early: bool) -> None:
         self.index = index
         self.by_id: dict[str, _Call] = {}
         self.by_index: dict[int, _Call] = {}
         self.latest: _Call | None = None
         self.calls: list[_Call] = []
         self.finish: str | None = None
+        self.early = early
 
 
 class OpenAIChatAdapter(_Emitter):
@@ -81,7 +88,7 @@ class OpenAIChatAdapter(_Emitter):
     that send ``index: 0`` for every call still work); otherwise to the call with the same
     ``index`` in that choice; otherwise (no ``index`` either) to the latest call of the
     choice. Two exceptions: a fragment with a new ``id`` but an empty or missing name, at
-    the ``index`` of a call still pending, continues that call, which keeps its first id
+    the ``index`` of a call not failed, continues that call, which keeps its first id
     (servers that send a fresh id on every fragment); and a fragment without ``id`` that
     carries a ``function.name`` different from the routed call's name starts a new call
     (servers sending neither ids nor distinct indexes), as does the same name again when
@@ -95,14 +102,23 @@ class OpenAIChatAdapter(_Emitter):
     Should an id be taken already (a server reusing an id in another choice, or one equal
     to a synthesised id), ``_2``, ``_3``... is appended.
 
-    Readiness comes from the choice's ``finish_reason``: at ``tool_calls``, ``stop`` (or
-    the legacy ``function_call``) every pending call of the choice becomes ready; at
-    ``length``, ``content_filter`` or anything else they fail with
-    :class:`OpenAITurnCutOff` (their text may be truncated). With ``eager=True`` a call
-    also becomes ready as soon as the next call of its choice starts, as the official
-    client's ``.stream()`` helper does; that gives tools a head start but is unsafe with
-    servers that interleave calls: text arriving afterwards fails the call with
-    :class:`OpenAILateArguments`.
+    Readiness (``eager=True``, the default): a call becomes ready as soon as the stream
+    shows it complete. OpenAI sends one call at a time, so the next call of the same choice
+    starting is that signal: the previous call becomes ready then, provided it is named and
+    its text so far is one complete JSON value (the text is kept for that check only while
+    the call is the choice's latest, within ``max_args_chars``, and parsed once, when the
+    next call starts). Parseability alone never makes a call ready. A call with no argument
+    text, or text that is not a complete JSON value, waits for the ``finish_reason``, as
+    does the last call of a choice. A choice whose fragments turn out to be interleaved (a
+    name or text for a call after the next one started) switches to waiting for the
+    ``finish_reason``; text for a call already made ready fails it with
+    :class:`OpenAILateArguments` (a tool that started keeps what it got). With
+    ``eager=False`` every call waits for the ``finish_reason``. No mode makes a call ready
+    early with no text.
+
+    At the ``finish_reason`` ``tool_calls``, ``stop`` (or the legacy ``function_call``)
+    every pending call of the choice becomes ready; at ``length``, ``content_filter`` or
+    anything else they fail with :class:`OpenAITurnCutOff` (their text may be truncated).
 
     A call whose argument text is empty when it becomes ready (an argument-less tool;
     some servers send ``""``) gets the text ``{}``. A call whose name never arrived fails
@@ -123,15 +139,15 @@ class OpenAIChatAdapter(_Emitter):
     discarded.
 
     Args:
-        eager: make a call ready when the next call of its choice starts, instead of
-            waiting for the ``finish_reason``.
+        eager: let a call become ready when the next call of its choice starts (safely,
+            see above; the default), instead of only at the ``finish_reason``.
         limits: the limits to honour through ``feed`` / ``end`` (written into a machine
             or tracker, the adapter honours that machine's limits instead).
     """
 
     _api = "chat.completions"
 
-    def __init__(self, *, eager: bool = False, limits: Limits | None = None) -> None:
+    def __init__(self, *, eager: bool = True, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
         self._eager = eager
         self._choices: dict[int, _Choice] = {}
@@ -139,7 +155,8 @@ class OpenAIChatAdapter(_Emitter):
 
     @property
     def eager(self) -> bool:
-        """Whether a call becomes ready as soon as the next call of its choice starts."""
+        """Whether a call may become ready as soon as the next call of its choice starts
+        (see the class docs), rather than only at the ``finish_reason``."""
         return self._eager
 
     def _translate(self, item: Any) -> None:
@@ -162,13 +179,14 @@ class OpenAIChatAdapter(_Emitter):
             return
         states = self._choices
         write_delta = self._sink.write_delta
+        max_chars = self._limits.max_args_chars
         for choice in choices:
             index = get(choice, "index", None)
             if type(index) is not int:
                 index = 0  # servers that omit it send a single choice
             state = states.get(index)
             if state is None:
-                state = states[index] = _Choice(index)
+                state = states[index] = _Choice(index, self._eager)
             delta = get(choice, "delta", None)
             if delta is not None:
                 tool_calls = get(delta, "tool_calls", None)
@@ -193,6 +211,11 @@ class OpenAIChatAdapter(_Emitter):
                                         if arguments:
                                             call.has_text = True
                                             write_delta(call.id, arguments)
+                                            kept = call.text
+                                            if kept is not None:  # _keep, inlined
+                                                call.kept += kept.write(arguments)
+                                                if call.kept > max_chars:
+                                                    call.text = None
                                         continue
                             self._fragment(get, state, fragment)
                     else:
@@ -242,6 +265,11 @@ class OpenAIChatAdapter(_Emitter):
             return False
         call.has_text = True
         self._sink.write_delta(call.id, arguments)
+        kept = call.text
+        if kept is not None:  # _keep, inlined
+            call.kept += kept.write(arguments)
+            if call.kept > self._limits.max_args_chars:
+                call.text = None
         return True
 
     def _finish_stream(self) -> None:
@@ -313,9 +341,10 @@ class OpenAIChatAdapter(_Emitter):
             call = state.by_id.get(call_id)
             if call is None:
                 call = state.by_index.get(index) if index is not None and name is None else None
-                if call is not None and call.status == _PENDING:
+                if call is not None and call.status != _FAILED:
                     # Same index, a new id, no name: a server that sends a fresh id on
-                    # every fragment. A continuation; the call keeps its first id.
+                    # every fragment. A continuation; the call keeps its first id (text
+                    # for it once it is ready is late, as below).
                     _logger.debug("tool call %r: a new id on a continuation fragment", call.id)
                 else:
                     call = self._new_call(state, call_id, name)
@@ -348,13 +377,15 @@ class OpenAIChatAdapter(_Emitter):
                     state.by_index[index] = call
                 else:
                     call.scan = _JsonEnd()
+        if call is not state.latest and state.early and (name is not None or arguments):
+            self._interleaved(state)  # something for a call the next one superseded
         if not call.started:
             if call.name is None and name is not None:
                 call.name = name
             if call.name is not None:
                 self._start(call)
         if arguments:
-            if type(arguments) is str and call.status == _PENDING:
+            if type(arguments) is str and (call.status == _PENDING or call.status == _HELD):
                 self._append(call, arguments)
             elif type(arguments) is not str:
                 self._fail(
@@ -373,8 +404,8 @@ class OpenAIChatAdapter(_Emitter):
                         api="chat.completions",
                         fragment=arguments,
                         message=f"argument text for tool call {call.id!r} ({call.name}) "
-                        "arrived after it was made ready (eager mode; this server "
-                        "interleaves calls)",
+                        "arrived after it was made ready (this server interleaves calls); "
+                        "a tool already started got the text it was made ready with",
                     ),
                 )
 
@@ -384,15 +415,39 @@ class OpenAIChatAdapter(_Emitter):
         )
         if not self._admit(call):
             return None
-        if self._eager:
-            for previous in state.calls:
-                if previous.status == _PENDING:
-                    self._ready(previous)
+        if state.early:
+            previous = state.latest
+            if previous is not None and previous.status == _PENDING:
+                self._superseded(previous)
+            call.text = io.StringIO()
         state.calls.append(call)
         state.latest = call
         if state.finish is not None:
             _logger.debug("tool call %r starts after its choice finished", call.id)
         return call
+
+    def _superseded(self, call: _Call) -> None:
+        """The next call of ``call``'s choice started (one call at a time, and not
+        interleaved so far): ``call`` is complete if its text says so too. Ready now if it
+        is named and its text is one complete JSON value; else held for the
+        ``finish_reason`` (no text, or text that is not complete, is never made ready
+        early)."""
+        text = call.text
+        call.text = None
+        if call.started and call.has_text and text is not None and _complete_json(text.getvalue()):
+            self._ready(call)
+        else:
+            call.status = _HELD
+
+    def _interleaved(self, state: _Choice) -> None:
+        """``state``'s fragments turn out to be interleaved: from now on its calls become
+        ready at the ``finish_reason`` only (the held ones are plain pending again)."""
+        _logger.debug("choice %d interleaves its calls: readiness at finish_reason", state.index)
+        state.early = False
+        for call in state.calls:
+            call.text = None
+            if call.status == _HELD:
+                call.status = _PENDING
 
     def _finish(self, state: _Choice, finish: Any) -> None:
         if state.finish is not None:
