@@ -5,7 +5,7 @@ the test drives one item at a time, waiting after each until every task is block
 (``anyio.wait_all_tasks_blocked``), and a log records, in order, each item the source
 yields and each tool that starts.
 
-``FORMATS`` (``tests/_headstart_streams.py``) is a table of per-format stream builders: a
+``FORMATS`` (``tests/_headstart_formats.py``) is a table of per-format stream builders: a
 new adapter joins every test here by adding a builder that writes a few sequential calls
 in its wire format (plain dicts).
 
@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionChunk
 
-from _headstart_streams import CALLS, FORMATS, Args, chat_chunk
+from _headstart_formats import CALLS, FORMATS, Args, chat_chunk
 from conftest import DEADLINE
 from toolcall_tracker import (
     Limits,
