@@ -135,7 +135,7 @@ async def main() -> None:
                 calls = await runner.run(tracker)
         end = tracker.end
 
-    print(f"\nturn ended: ok={end.ok if end else None} reason={end.reason if end else None}")
+    print("\n" + f"turn: {'ok' if end and end.ok else 'not ok'} ({end.reason if end else 'open'})")
     print("\ntimeline (ms since the request; '-' = never happened)")
     header = ("call", "tool", "status", "started", "ready", "tool+", "tool-", "finished")
     print("  {:<8} {:<17} {:<7} {:>8} {:>6} {:>6} {:>6} {:>9}".format(*header))

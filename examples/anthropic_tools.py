@@ -115,7 +115,7 @@ async def main() -> None:
                 print(f"ready: {call.name} {call.args}")
                 tg.start_soon(run_tool, tracker, call)
         end = tracker.end
-        print(f"turn ended: {end}")
+        print(f"turn: {'ok' if end and end.ok else 'not ok'} ({end.reason if end else 'open'})")
         for call in tracker.list():
             print(f"{call.id} {call.name}: {call.status} -> {call.result or call.error}")
 

@@ -180,9 +180,7 @@ async def stream_turn(tracker: ToolCallTracker, *, responses: bool, eager: bool)
             )
             await tracker.consume(adapt(narrated(chat), OpenAIChatAdapter(eager=eager)))
     end = tracker.end
-    say(
-        f"the model's turn ended: ok={end.ok if end else None} reason={end.reason if end else None}"
-    )
+    say(f"turn: {'ok' if end and end.ok else 'not ok'} ({end.reason if end else 'open'})")
 
 
 async def main(responses: bool, eager: bool) -> None:

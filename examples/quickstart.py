@@ -43,7 +43,9 @@ async def asynchronous() -> None:
             print(f"run {call.name}({call.args})")
             tracker.apply({"type": "result", "id": call.id, "result": f"results for {call.args}"})
         done = await tracker.wait_done("t1")
-        print("async done:  ", done.status, done.result, "| turn ended:", tracker.end)
+        end = tracker.end
+        print("async done:  ", done.status, done.result)
+        print(f"turn: {'ok' if end and end.ok else 'not ok'} ({end.reason if end else 'open'})")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ def test_agent_loop_example(backend: str, capsys: pytest.CaptureFixture[str]) ->
     spec.loader.exec_module(module)
     anyio.run(module.main, backend=backend)
     out = capsys.readouterr().out
-    assert "turn ended: ok=True" in out
+    assert "turn: ok (tool_calls)" in out
     messages = json.loads(out[out.index("[\n") :])
     assert messages[0]["role"] == "assistant"
     replies = {m["tool_call_id"]: m["content"] for m in messages[1:]}
