@@ -28,12 +28,14 @@ from openai.types.responses import FunctionToolParam, ResponseInputItemParam
 from pydantic import BaseModel, ConfigDict
 
 from _runner_helpers import call_events, from_list
-from _sdk_types import adapter, check_typed
+from _sdk_types import adapter, check_cohere, check_converse, check_typed
 from conftest import DEADLINE
 from toolcall_tracker import Status, ToolCall, ToolCallTracker
 from toolcall_tracker._jsonout import _json_text, _jsonable, _plain_text
 from toolcall_tracker.feedback import (
     anthropic_messages,
+    bedrock_messages,
+    cohere_messages,
     error_text,
     gemini_contents,
     jsonable,
@@ -45,6 +47,8 @@ from toolcall_tracker.runner import ToolRunner
 from toolcall_tracker.tools import (
     Tool,
     anthropic_tools,
+    bedrock_tools,
+    cohere_tools,
     gemini_tools,
     openai_chat_tools,
     openai_responses_tools,
@@ -301,6 +305,58 @@ def test_gemini_contents_take_any_call(calls: list[ToolCall], include_ids: bool)
         assert key in ("output", "error")
 
 
+def check_structured_or_text(call: ToolCall, content: list[Any], data_key: str) -> None:
+    """A Bedrock / Cohere result: a JSON object as data, anything else as the default text."""
+    (block,) = content
+    if data_key in block:
+        data = block[data_key] if data_key == "json" else block[data_key]["data"]
+        assert isinstance(data, dict)
+        if call.status is Status.ERROR:
+            assert set(data) == {"error"}
+    else:
+        check_reply(call, block["text"])
+
+
+@SETTINGS
+@given(CALLS, st.booleans())
+def test_bedrock_messages_take_any_call(calls: list[ToolCall], nonempty: bool) -> None:
+    if nonempty:  # botocore refuses an empty name by its own model, whatever the model sent
+        calls = [call.model_copy(update={"name": call.name or "x"}) for call in calls]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        messages = bedrock_messages(calls)
+    sdk_dumps(messages)
+    json.dumps(messages, allow_nan=False)  # botocore's way
+    if all(call.name for call in calls):
+        check_converse(messages)
+    assistant, user = messages
+    for call, block in zip(calls, assistant["content"], strict=True):
+        assert block["toolUse"]["toolUseId"] == _plain_text(call.id)
+        assert isinstance(block["toolUse"]["input"], dict)
+    for call, block in zip(calls, user["content"], strict=True):
+        result = block["toolResult"]
+        assert result["status"] == ("error" if call.status is Status.ERROR else "success")
+        check_structured_or_text(call, result["content"], "json")
+
+
+@SETTINGS
+@given(CALLS)
+def test_cohere_messages_take_any_call(calls: list[ToolCall]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        messages = cohere_messages(calls)
+    sdk_dumps(messages)
+    for message in messages:
+        check_cohere("ChatMessageV2", message)
+    assistant, *replies = messages
+    for call, sent in zip(calls, assistant["tool_calls"], strict=True):
+        assert sent["id"] == _plain_text(call.id)
+        sent["function"]["arguments"].encode("utf-8")
+    for call, reply in zip(calls, replies, strict=True):
+        assert reply["tool_call_id"] == _plain_text(call.id)
+        check_structured_or_text(call, reply["content"], "document")
+
+
 @SETTINGS
 @given(st.one_of(TEXT, st.none()), st.lists(VALUES, max_size=3), FLOATS)
 def test_tool_definitions_take_any_description_and_default(
@@ -325,6 +381,11 @@ def test_tool_definitions_take_any_description_and_default(
     for definition in gemini_tools([spec]):
         sdk_dumps(definition)
         genai.Tool.model_validate(definition)
+    sdk_dumps(bedrock_tools([spec]))
+    check_converse(tools=bedrock_tools([spec]))
+    for definition in cohere_tools([spec]):
+        sdk_dumps(definition)
+        check_cohere("ToolV2", definition)
 
 
 CLEAN_TEXT = st.text(st.characters(codec="utf-8"), max_size=6)  # no surrogates
@@ -394,7 +455,14 @@ def test_a_surrogate_tool_name_from_the_model_is_fed_back_on_every_provider() ->
     assert gemini[1]["parts"][0]["function_response"]["response"]["error"]["tool"] == (
         f"look{FFFD}up"
     )
-    for built in (chat, responses, anthropic, gemini):
+    bedrock = bedrock_messages([call])
+    assert bedrock[0]["content"][0]["toolUse"]["name"] == f"look{FFFD}up"
+    error = bedrock[1]["content"][0]["toolResult"]["content"][0]["json"]["error"]
+    assert error["tool"] == f"look{FFFD}up"  # a JSON value handed to the SDK: U+FFFD
+    cohere = cohere_messages([call])
+    assert cohere[0]["tool_calls"][0]["function"]["name"] == f"look{FFFD}up"
+    assert cohere[1]["content"][0]["document"]["data"]["error"]["tool"] == f"look{FFFD}up"
+    for built in (chat, responses, anthropic, gemini, bedrock, cohere):
         sdk_dumps(built)
 
 
@@ -508,5 +576,13 @@ def test_tool_definitions_take_surrogates_and_nan() -> None:
     (chat,) = openai_chat_tools([spec])
     assert chat["function"]["description"] == f"Probe {FFFD} the values."
     check_typed(ChatCompletionToolParam, chat)
-    for render in (openai_chat_tools, openai_responses_tools, anthropic_tools, gemini_tools):
+    renderers = (
+        openai_chat_tools,
+        openai_responses_tools,
+        anthropic_tools,
+        gemini_tools,
+        bedrock_tools,
+        cohere_tools,
+    )
+    for render in renderers:
         sdk_dumps(render([spec, odd]))

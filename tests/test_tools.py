@@ -18,13 +18,15 @@ from openai.types.responses import FunctionToolParam
 from pydantic import BaseModel, Field, ValidationError
 
 from _runner_helpers import call_events, from_list
-from _sdk_types import check_typed
+from _sdk_types import check_cohere, check_converse, check_typed
 from conftest import DEADLINE
 from toolcall_tracker import Status, ToolCallTracker, _signature
 from toolcall_tracker.runner import ToolRunner
 from toolcall_tracker.tools import (
     Tool,
     anthropic_tools,
+    bedrock_tools,
+    cohere_tools,
     gemini_tools,
     openai_chat_tools,
     openai_responses_tools,
@@ -311,6 +313,35 @@ def test_gemini_tools() -> None:
     assert [d.name for d in declarations] == ["weather", "lookup", "no_doc"]
     assert declarations[0].parameters_json_schema == Tool(weather).parameters
     assert declarations[1].description == "Look a title up."
+
+
+def test_bedrock_tools() -> None:
+    defs = bedrock_tools(TOOLS)
+    check_converse(tools=defs)  # botocore's own model of the Converse request
+    assert [d["toolSpec"]["name"] for d in defs] == ["weather", "lookup", "no_doc"]
+    assert defs[1] == {
+        "toolSpec": {
+            "name": "lookup",
+            "description": "Look a title up.",
+            "inputSchema": {"json": Tool(lookup).parameters},
+        }
+    }
+    assert "description" not in defs[2]["toolSpec"]  # Bedrock refuses an empty one
+
+
+def test_cohere_tools() -> None:
+    defs = cohere_tools(TOOLS)
+    for definition in defs:
+        check_cohere("ToolV2", definition)
+    assert defs[0] == {
+        "type": "function",
+        "function": {
+            "name": "weather",
+            "description": Tool(weather).description,
+            "parameters": Tool(weather).parameters,
+        },
+    }
+    assert "description" not in defs[2]["function"]
 
 
 def test_a_runner_s_tools_feed_the_definitions() -> None:

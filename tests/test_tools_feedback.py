@@ -15,11 +15,13 @@ from openai.types.responses import ResponseInputItemParam
 from pydantic import BaseModel, TypeAdapter
 
 from _runner_helpers import call_events, from_list
-from _sdk_types import check_typed
+from _sdk_types import check_cohere, check_converse, check_typed
 from conftest import DEADLINE
 from toolcall_tracker import ToolCall, ToolCallTracker
 from toolcall_tracker.feedback import (
     anthropic_messages,
+    bedrock_messages,
+    cohere_messages,
     error_text,
     gemini_contents,
     jsonable,
@@ -188,9 +190,73 @@ def test_gemini_contents(calls: list[ToolCall]) -> None:
     assert part.function_response.id == "call_1"  # type: ignore[union-attr]
 
 
+def test_bedrock_messages(calls: list[ToolCall]) -> None:
+    messages = bedrock_messages(calls, notes={"call_1": "edited", "call_2": "kept"})
+    check_converse(messages)  # botocore's own model of the Converse request
+    assistant, user = messages
+    assert assistant["role"] == "assistant"
+    assert assistant["content"][0] == {
+        "toolUse": {"toolUseId": "call_1", "name": "forecast", "input": {"city": "Oslo"}}
+    }
+    assert assistant["content"][5]["toolUse"]["input"] == {}  # its arguments never parsed
+    assert user["role"] == "user"
+    results = [block["toolResult"] for block in user["content"]]
+    assert [r["toolUseId"] for r in results] == [c.id for c in calls]
+    assert [r["status"] for r in results] == ["success"] * 3 + ["error"] * 3
+    assert results[0]["content"] == [
+        {"json": {"city": "Oslo", "high": 21.5}},
+        {"text": "(Note: edited)"},
+    ]
+    assert results[1]["content"] == [{"text": "hello Ann\n\n(Note: kept)"}]  # a str: text
+    assert results[2]["content"] == [{"json": {"at": "2024-05-01"}}]
+    assert results[3]["content"][0]["json"]["error"]["kind"] == "tool_exception"
+    assert bedrock_messages(calls, include_calls=False) == [bedrock_messages(calls)[1]]
+    assert bedrock_messages([]) == []
+    rendered = bedrock_messages(
+        calls[2:4], render_result=lambda v: f"R:{v}", render_error=lambda v: "E"
+    )
+    check_converse(rendered)
+    texts = [block["toolResult"]["content"] for block in rendered[1]["content"]]
+    assert texts == [[{"text": "R:Stamp(at=datetime.date(2024, 5, 1))"}], [{"text": "E"}]]
+
+
+def test_cohere_messages(calls: list[ToolCall]) -> None:
+    messages = cohere_messages(calls, notes={"call_1": "edited"})
+    for message in messages:
+        check_cohere("ChatMessageV2", message)
+    assistant, *replies = messages
+    assert assistant["role"] == "assistant"
+    assert assistant["tool_calls"][1] == {
+        "id": "call_2",
+        "type": "function",
+        "function": {"name": "greet", "arguments": '{"name": "Ann"}'},
+    }
+    assert [r["role"] for r in replies] == ["tool"] * 6
+    assert [r["tool_call_id"] for r in replies] == [c.id for c in calls]
+    assert replies[0]["content"] == [
+        {"type": "document", "document": {"data": {"city": "Oslo", "high": 21.5}}},
+        {"type": "text", "text": "(Note: edited)"},
+    ]
+    assert replies[1]["content"] == [{"type": "text", "text": "hello Ann"}]
+    error = replies[3]["content"][0]["document"]["data"]["error"]
+    assert error["kind"] == "tool_exception"
+    assert cohere_messages(calls, include_calls=False, notes={"call_1": "edited"}) == replies
+    assert cohere_messages([]) == []
+    bare = ToolCall(id="c", name="stamp", status="done", result=None, args_text="")
+    (sent, reply) = cohere_messages([bare])
+    assert sent["tool_calls"][0]["function"]["arguments"] == "{}"  # no arguments streamed
+    assert reply["content"] == [{"type": "text", "text": "null"}]
+
+
 def test_unfinished_calls_are_refused() -> None:
     running = ToolCall(id="x", name="greet", status="running")
-    for build in (openai_chat_messages, openai_responses_items, anthropic_messages):
+    for build in (
+        openai_chat_messages,
+        openai_responses_items,
+        anthropic_messages,
+        bedrock_messages,
+        cohere_messages,
+    ):
         with pytest.raises(ValueError, match="still running"):
             build([running])
     with pytest.raises(ValueError, match="still running"):

@@ -22,7 +22,14 @@ if TYPE_CHECKING:
     from openai.types.responses import FunctionToolParam, ToolParam
     from openai.types.shared_params import FunctionDefinition
 
-__all__ = ["anthropic_tools", "gemini_tools", "openai_chat_tools", "openai_responses_tools"]
+__all__ = [
+    "anthropic_tools",
+    "bedrock_tools",
+    "cohere_tools",
+    "gemini_tools",
+    "openai_chat_tools",
+    "openai_responses_tools",
+]
 
 
 def openai_chat_tools(tools: ToolsInput) -> list[ChatCompletionToolUnionParam]:
@@ -100,3 +107,34 @@ def gemini_tools(tools: ToolsInput) -> list[dict[str, Any]]:
         entry["parameters_json_schema"] = spec.parameters
         declarations.append(entry)
     return [{"function_declarations": declarations}]
+
+
+def bedrock_tools(tools: ToolsInput) -> list[dict[str, Any]]:
+    """Bedrock Converse ``toolConfig["tools"]``: ``{"toolSpec": {"name", "description",
+    "inputSchema": {"json": <schema>}}}`` each.
+
+    Pass as ``client.converse(..., toolConfig={"tools": bedrock_tools(tools)})``; valid for
+    botocore's ``bedrock-runtime`` ``Converse`` request shape.
+    """
+    out: list[dict[str, Any]] = []
+    for spec in tools_by_name(tools).values():
+        entry: dict[str, Any] = {"name": spec.name}
+        if spec.description:
+            entry["description"] = _plain_text(spec.description)
+        entry["inputSchema"] = {"json": spec.parameters}
+        out.append({"toolSpec": entry})
+    return out
+
+
+def cohere_tools(tools: ToolsInput) -> list[dict[str, Any]]:
+    """Cohere v2 ``tools``: ``{"type": "function", "function": {"name", "description",
+    "parameters"}}`` each, valid ``cohere.ToolV2`` values for ``client.v2.chat(tools=...)``.
+    """
+    out: list[dict[str, Any]] = []
+    for spec in tools_by_name(tools).values():
+        function: dict[str, Any] = {"name": spec.name}
+        if spec.description:
+            function["description"] = _plain_text(spec.description)
+        function["parameters"] = spec.parameters
+        out.append({"type": "function", "function": function})
+    return out

@@ -14,7 +14,13 @@ Each helper takes the finished calls of a turn (``tracker.list()``, or what
   ``user`` content with one ``function_response`` part per call;
 - :func:`ollama_messages`: an ``assistant`` message with ``tool_calls`` (arguments as
   objects, no ids), then one ``role: "tool"`` message per call naming it by ``tool_name``
-  (Ollama's native ``/api/chat``).
+  (Ollama's native ``/api/chat``);
+- :func:`bedrock_messages`: an ``assistant`` message with ``toolUse`` blocks, then a ``user``
+  message with one ``toolResult`` block per call, ``status: "error"`` for failures
+  (Bedrock Converse; a JSON-object result goes as a ``json`` block);
+- :func:`cohere_messages`: an ``assistant`` message with ``tool_calls``, then one
+  ``role: "tool"`` message per call with its ``tool_call_id`` (Cohere v2; a JSON-object
+  result goes as a ``document`` block).
 
 With ``include_calls=False`` only the second half (the results) is returned: use that when
 you append the model's own assistant message/content to the history, which you should do
@@ -47,10 +53,19 @@ No builder raises on a value JSON cannot hold; every one applies the same rules
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from ._jsonout import _escape_surrogates, _json_text, _jsonable, _plain_text
+from ._feedback_common import (
+    TextRenderer,
+    _finished,
+    _input,
+    _reply,
+    error_text,
+    result_text,
+)
+from ._feedback_converse import bedrock_messages, cohere_messages
+from ._jsonout import _escape_surrogates, _jsonable, _plain_text
 from .calls import Status, ToolCall
 
 if TYPE_CHECKING:
@@ -63,6 +78,8 @@ if TYPE_CHECKING:
 __all__ = [
     "TextRenderer",
     "anthropic_messages",
+    "bedrock_messages",
+    "cohere_messages",
     "error_text",
     "gemini_contents",
     "jsonable",
@@ -71,9 +88,6 @@ __all__ = [
     "openai_responses_items",
     "result_text",
 ]
-
-TextRenderer: TypeAlias = Callable[[Any], str]
-"""Turns a call's ``result`` (or ``error``) value into the text sent to the model."""
 
 
 def jsonable(value: Any) -> Any:
@@ -87,48 +101,6 @@ def jsonable(value: Any) -> Any:
     string.
     """
     return _jsonable(value)
-
-
-def result_text(result: Any) -> str:
-    """The default rendering of a result: a ``str`` as it is (lone surrogates replaced with
-    U+FFFD), anything else as strict JSON text; never raises.
-
-    NaN and infinities are written as ``null``, a lone surrogate inside the JSON as a
-    ``\\uXXXX`` escape, ``bytes`` as their UTF-8 text (invalid bytes replaced), any object
-    pydantic cannot serialise as its ``str`` (see :func:`jsonable` for the other rules).
-    """
-    if isinstance(result, str):
-        return _plain_text(result)
-    return _json_text(result)
-
-
-def error_text(error: Any) -> str:
-    """The default rendering of an error: ``{"error": <the error value as JSON>}``, strict
-    JSON text by the same rules as :func:`result_text`; never raises."""
-    return _json_text({"error": error})
-
-
-def _reply(
-    call: ToolCall,
-    render_result: TextRenderer,
-    render_error: TextRenderer,
-    notes: Mapping[str, str] | None = None,
-) -> str:
-    """The text sent back for a finished call: its rendered result, or its rendered error,
-    with lone surrogates replaced (the text is handed to the SDK as a plain string), and
-    the call's note, if any, after a blank line."""
-    failed = call.status is Status.ERROR
-    text = render_error(call.error) if failed else render_result(call.result)
-    note = notes.get(call.id) if notes else None
-    if note:
-        text = f"{text}\n\n(Note: {note})"
-    return _plain_text(text)
-
-
-def _input(call: ToolCall) -> dict[str, Any]:
-    """A call's parsed arguments as a JSON object for the SDK (``{}`` if they never parsed)."""
-    args = _jsonable(call.args) if isinstance(call.args, dict) else None
-    return args if isinstance(args, dict) else {}
 
 
 def _anthropic_input(call: ToolCall) -> dict[str, Any]:
@@ -406,19 +378,3 @@ def ollama_messages(
 
 def _with_id(call: ToolCall, include_id: bool, **fields: Any) -> dict[str, Any]:
     return {"id": _plain_text(call.id), **fields} if include_id else fields
-
-
-def _finished(calls: Iterable[ToolCall]) -> list[ToolCall]:
-    finished = list(calls)
-    unfinished = [call for call in finished if call.status not in (Status.DONE, Status.ERROR)]
-    if unfinished:
-        named = "; ".join(
-            f"{call.id!r} ({call.name}) is still {call.status}" for call in unfinished
-        )
-        ids = ", ".join(repr(call.id) for call in unfinished)
-        raise ValueError(
-            f"calls {ids} are not finished: {named}. Feed back finished calls only: await the "
-            "runner first, and decide the calls still awaiting approval (resume them with "
-            "ToolRunner.resume and merge_calls) before building the next request"
-        )
-    return finished

@@ -11,8 +11,9 @@ arguments and gives the JSON Schema the providers need.
 
 :func:`tool` wraps a function to set options (name, description, eager, timeout,
 needs_approval, max_concurrency, sequential); the
-functions ``openai_chat_tools``, ``openai_responses_tools``, ``anthropic_tools`` and
-``gemini_tools`` render one list of tools in each provider's request format::
+functions ``openai_chat_tools``, ``openai_responses_tools``, ``anthropic_tools``,
+``gemini_tools``, ``bedrock_tools`` (Bedrock Converse) and ``cohere_tools`` (Cohere v2)
+render one list of tools in each provider's request format::
 
     @tool(eager=True)
     async def search(query: str, limit: int = 5) -> list[str]:
@@ -51,6 +52,8 @@ __all__ = [
     "Tool",
     "ToolsInput",
     "anthropic_tools",
+    "bedrock_tools",
+    "cohere_tools",
     "gemini_tools",
     "openai_chat_tools",
     "openai_responses_tools",
@@ -433,6 +436,8 @@ def tools_by_name(tools: ToolsInput) -> dict[str, Tool[..., Any]]:
 # imported last, since they use ``ToolsInput`` and ``tools_by_name`` above.
 from ._provider_tools import (  # noqa: E402
     anthropic_tools,
+    bedrock_tools,
+    cohere_tools,
     gemini_tools,
     openai_chat_tools,
     openai_responses_tools,

@@ -1,0 +1,72 @@
+"""What every feedback builder shares (private; the public names are re-exported by
+:mod:`toolcall_tracker.feedback`): the default renderers, a call's reply text and
+arguments, and the check that every call is finished."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeAlias
+
+from ._jsonout import _json_text, _jsonable, _plain_text
+from .calls import Status, ToolCall
+
+TextRenderer: TypeAlias = Callable[[Any], str]
+"""Turns a call's ``result`` (or ``error``) value into the text sent to the model."""
+
+
+def result_text(result: Any) -> str:
+    """The default rendering of a result: a ``str`` as it is (lone surrogates replaced with
+    U+FFFD), anything else as strict JSON text; never raises.
+
+    NaN and infinities are written as ``null``, a lone surrogate inside the JSON as a
+    ``\\uXXXX`` escape, ``bytes`` as their UTF-8 text (invalid bytes replaced), any object
+    pydantic cannot serialise as its ``str`` (see :func:`jsonable` for the other rules).
+    """
+    if isinstance(result, str):
+        return _plain_text(result)
+    return _json_text(result)
+
+
+def error_text(error: Any) -> str:
+    """The default rendering of an error: ``{"error": <the error value as JSON>}``, strict
+    JSON text by the same rules as :func:`result_text`; never raises."""
+    return _json_text({"error": error})
+
+
+def _reply(
+    call: ToolCall,
+    render_result: TextRenderer,
+    render_error: TextRenderer,
+    notes: Mapping[str, str] | None = None,
+) -> str:
+    """The text sent back for a finished call: its rendered result, or its rendered error,
+    with lone surrogates replaced (the text is handed to the SDK as a plain string), and
+    the call's note, if any, after a blank line."""
+    failed = call.status is Status.ERROR
+    text = render_error(call.error) if failed else render_result(call.result)
+    note = notes.get(call.id) if notes else None
+    if note:
+        text = f"{text}\n\n(Note: {note})"
+    return _plain_text(text)
+
+
+def _input(call: ToolCall) -> dict[str, Any]:
+    """A call's parsed arguments as a JSON object for the SDK (``{}`` if they never parsed)."""
+    args = _jsonable(call.args) if isinstance(call.args, dict) else None
+    return args if isinstance(args, dict) else {}
+
+
+def _finished(calls: Iterable[ToolCall]) -> list[ToolCall]:
+    finished = list(calls)
+    unfinished = [call for call in finished if call.status not in (Status.DONE, Status.ERROR)]
+    if unfinished:
+        named = "; ".join(
+            f"{call.id!r} ({call.name}) is still {call.status}" for call in unfinished
+        )
+        ids = ", ".join(repr(call.id) for call in unfinished)
+        raise ValueError(
+            f"calls {ids} are not finished: {named}. Feed back finished calls only: await the "
+            "runner first, and decide the calls still awaiting approval (resume them with "
+            "ToolRunner.resume and merge_calls) before building the next request"
+        )
+    return finished
