@@ -8,7 +8,9 @@ interleaved. :func:`build_workload` renders that one logical stream as
   the library's event models (``seed-dicts``, ``seed-models``);
 - OpenAI Chat Completions chunks, OpenAI Responses events and Anthropic Messages events,
   each as plain dicts (the JSON of the SSE ``data:`` lines) and as the official SDK's own
-  typed objects (``chat-dicts``, ``chat-objects``, ``responses-...``, ``anthropic-...``).
+  typed objects (``chat-dicts``, ``chat-objects``, ``responses-...``, ``anthropic-...``);
+- Bedrock Converse event dicts and Cohere v2 chat events, as dicts only (``bedrock-dicts``,
+  ``cohere-dicts``; :func:`render_bedrock`, :func:`render_cohere`, in ``_dict_streams``).
 
 The typed objects are built with each SDK model's ``model_validate``. :func:`cross_check`
 serves a prefix of the same stream as an SSE transcript to the official clients (over an
@@ -24,7 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from _dict_streams import render_bedrock, render_cohere
 from pydantic_core import from_json
+
+__all__ = ["render_bedrock", "render_cohere"]  # and the rest; these two live elsewhere
 
 SEED = 20240601
 NAMES = ("search", "read_file", "write_file", "run_sql", "http_get", "summarize", "plot", "calc")
@@ -411,6 +416,8 @@ def build_workload(
         "chat": render_chat,
         "responses": render_responses,
         "anthropic": render_anthropic,
+        "bedrock": render_bedrock,
+        "cohere": render_cohere,
     }
     for provider, render in renderers.items():
         if not any(f.startswith(provider + "-") for f in families):

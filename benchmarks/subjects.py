@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from _dict_streams import floor_bedrock_dicts, floor_cohere_dicts
 from pydantic_core import from_json
 
 from toolcall_tracker import ToolCallTracker, tool_call_streaming_state_machine
@@ -182,6 +183,8 @@ FLOORS: dict[str, RunFn] = {
     "responses-dicts": timed(floor_responses_dicts),
     "anthropic-objects": timed(floor_anthropic_objects),
     "anthropic-dicts": timed(floor_anthropic_dicts),
+    "bedrock-dicts": timed(floor_bedrock_dicts),
+    "cohere-dicts": timed(floor_cohere_dicts),
 }
 
 
@@ -519,4 +522,9 @@ def all_subjects() -> list[Subject]:
             subjects.append(
                 Subject(name, objects, "competitor", run, objects, True, note=note, skip=why)
             )
+    for provider, cls_name in (("bedrock", "BedrockConverseAdapter"), ("cohere", "CohereAdapter")):
+        dicts = f"{provider}-dicts"  # dicts only: no official-client accumulator to compare
+        subjects.append(Subject("floor", dicts, "floor", FLOORS[dicts], note="bare loop"))
+        run, why = _adapter_run(provider, cls_name)
+        subjects.append(Subject(f"{cls_name} + tracker", dicts, "adapter", run, dicts, skip=why))
     return subjects

@@ -16,7 +16,11 @@ from typing import Any
 from toolcall_tracker.adapters import (
     AISDKAdapter,
     AnthropicAdapter,
+    BedrockConverseAdapter,
+    CohereAdapter,
     GeminiAdapter,
+    MistralAdapter,
+    OllamaAdapter,
     OpenAIChatAdapter,
     OpenAIResponsesAdapter,
 )
@@ -156,6 +160,75 @@ def build_ai_sdk(calls: list[tuple[str, str, Args]]) -> Built:
     return out
 
 
+def build_bedrock(calls: list[tuple[str, str, Args]]) -> Built:
+    """boto3's ``converse_stream`` event dicts: one content block per call."""
+    out = Built([], [])
+    out.add({"messageStart": {"role": "assistant"}})
+    for n, (call_id, name, args) in enumerate(calls):
+        start = {"toolUse": {"toolUseId": call_id, "name": name}}
+        out.add({"contentBlockStart": {"start": start, "contentBlockIndex": n}})
+        for piece in pieces(json.dumps(args)):
+            delta = {"toolUse": {"input": piece}}
+            out.add({"contentBlockDelta": {"delta": delta, "contentBlockIndex": n}}, n)
+        out.add({"contentBlockStop": {"contentBlockIndex": n}})
+    out.add({"messageStop": {"stopReason": "tool_use"}})
+    out.add({"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}}})
+    return out
+
+
+def build_cohere(calls: list[tuple[str, str, Args]]) -> Built:
+    """Cohere v2 chat stream events: a call is routed by ``index`` from start to end."""
+    out = Built([], [])
+    out.add({"id": "msg_1", "type": "message-start", "delta": {"message": {"role": "assistant"}}})
+    out.add({"type": "tool-plan-delta", "delta": {"message": {"tool_plan": "I will look up."}}})
+    for n, (call_id, name, args) in enumerate(calls):
+        head = {"id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+        out.add({"type": "tool-call-start", "index": n, "delta": {"message": {"tool_calls": head}}})
+        for piece in pieces(json.dumps(args, indent=4)):  # Cohere pretty-prints arguments
+            delta = {"message": {"tool_calls": {"function": {"arguments": piece}}}}
+            out.add({"type": "tool-call-delta", "index": n, "delta": delta}, n)
+        out.add({"type": "tool-call-end", "index": n})
+    out.add({"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}})
+    return out
+
+
+def build_ollama(calls: list[tuple[str, str, Args]]) -> Built:
+    """Native ``/api/chat`` lines: whole calls with object arguments and no id, one a line."""
+    out = Built([], [])
+    for n, (_, name, args) in enumerate(calls):
+        message = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"name": name, "arguments": args}}],
+        }
+        out.add(
+            {"model": "m", "created_at": "2025-01-01T00:00:00Z", "message": message, "done": False},
+            n,
+        )
+    last = {"role": "assistant", "content": ""}
+    out.add(
+        {
+            "model": "m",
+            "created_at": "2025-01-01T00:00:01Z",
+            "message": last,
+            "done": True,
+            "done_reason": "stop",
+        }
+    )
+    return out
+
+
+def build_mistral(calls: list[tuple[str, str, Args]]) -> Built:
+    """Mistral's chunks: each call whole in one chunk, with an id but no ``index``."""
+    out = Built([], [])
+    out.add(chat_chunk() | {"model": "mistral-small-latest"})
+    for n, (call_id, name, args) in enumerate(calls):
+        call = {"id": call_id, "function": {"name": name, "arguments": json.dumps(args)}}
+        out.add(chat_chunk([call]), n)
+    out.add(chat_chunk(finish="tool_calls"))
+    return out
+
+
 @dataclass(frozen=True)
 class Format:
     adapter: Callable[[], Any]
@@ -169,4 +242,8 @@ FORMATS: dict[str, Format] = {
     "gemini": Format(GeminiAdapter, build_gemini),
     "gemini-streamed": Format(GeminiAdapter, build_gemini_streamed),
     "ai-sdk": Format(AISDKAdapter, build_ai_sdk),
+    "bedrock": Format(BedrockConverseAdapter, build_bedrock),
+    "cohere": Format(CohereAdapter, build_cohere),
+    "ollama": Format(OllamaAdapter, build_ollama),
+    "mistral": Format(MistralAdapter, build_mistral),
 }

@@ -435,7 +435,7 @@ def test_standard_input(
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["replay"], ["replay", "x.sse", "--format", "cohere"], ["frobnicate"], ["validate"]],
+    [[], ["replay"], ["replay", "x.sse", "--format", "bogus"], ["frobnicate"], ["validate"]],
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == EXIT_USAGE

@@ -86,7 +86,7 @@ class MistralAdapter(OpenAIChatAdapter):
         limits: the limits to honour through ``feed`` / ``end``.
     """
 
-    def __init__(self, *, eager: bool = False, limits: Limits | None = None) -> None:
+    def __init__(self, *, eager: bool = True, limits: Limits | None = None) -> None:
         super().__init__(eager=eager, limits=limits)
 
     def _translate(self, item: Any) -> None:

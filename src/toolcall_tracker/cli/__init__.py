@@ -30,13 +30,21 @@ Input files (``-`` reads standard input) hold one of:
   blank lines between events, ``:`` comments); ``data: [DONE]`` ends the stream, as it
   does for the official clients;
 - JSON Lines, one item per line;
-- a JSON array of items (or a single JSON object, one item).
+- a JSON array of items (or a single JSON object, one item);
+- a raw AWS event-stream body (``application/vnd.amazon.eventstream``, what Bedrock's
+  ``ConverseStream`` sends), recognised by its first message's prelude CRC; each message
+  is checked (lengths, CRCs, at most 16 MiB) and becomes the event dict boto3 yields.
 
 Every item is a JSON object. ``--format auto`` (the default) recognises the format from
 the items' shapes: ``seed`` (the protocol's own ``start``/``delta``/``ready``/``result``/
 ``error``/``end`` events), ``openai-chat`` (Chat Completions chunks), ``openai-responses``
 (Responses API events), ``anthropic`` (Messages stream events), ``gemini``
-(``GenerateContentResponse`` chunks) or ``ai-sdk`` (Vercel AI SDK UI message parts).
+(``GenerateContentResponse`` chunks), ``ai-sdk`` (Vercel AI SDK UI message parts),
+``bedrock`` (Bedrock ``ConverseStream`` event dicts or a raw body), ``cohere`` (v2 chat
+stream events), ``ollama`` (native ``/api/chat`` lines) or ``mistral`` (dumped
+``mistralai`` ``CompletionEvent`` objects; Mistral's wire chunks are Chat Completions
+chunks, recognised as ``openai-chat``, which reads them the same). LiteLLM's chunks are
+``openai-chat``.
 
 A ``seed`` stream that does not end with an ``end`` event ends the turn normally when it
 is exhausted, as :meth:`ToolCallTracker.consume <toolcall_tracker.ToolCallTracker.consume>`
@@ -53,7 +61,8 @@ Exit codes: ``0`` every call succeeded (or is still running) and the turn ended 
 (``replay`` prints its report anyway; ``validate``: or an event was ignored); ``2`` a usage
 error (a ``--format`` that fits no item, ``--live`` without rich, an SVG that cannot be
 written), or an input that cannot be read (missing, not UTF-8 text, not JSON, not a stream
-of JSON objects, an invalid ``seed`` event, a line or document over its limit). Input never
+of JSON objects, an invalid ``seed`` event, a line or document over its limit, a
+corrupted or cut-off event-stream message). Input never
 causes a traceback: problems are reported on standard error in one line naming the file
 and the line or item.
 

@@ -12,8 +12,22 @@ from typing import Any, Final
 
 from ._input import InputError, Item
 
-FORMATS: Final = ("seed", "openai-chat", "openai-responses", "anthropic", "gemini", "ai-sdk")
-"""The stream formats ``--format`` accepts (besides ``auto``)."""
+FORMATS: Final = (
+    "seed",
+    "openai-chat",
+    "openai-responses",
+    "anthropic",
+    "gemini",
+    "ai-sdk",
+    "bedrock",
+    "cohere",
+    "ollama",
+    "mistral",
+)
+"""The stream formats ``--format`` accepts (besides ``auto``).
+
+LiteLLM's chunks, and Mistral's and Ollama's OpenAI-compatible ones, are ``openai-chat``.
+"""
 
 DETECT_ITEMS: Final = 1000
 """The items ``--format auto`` looks at."""
@@ -43,6 +57,28 @@ _AI_SDK_PREFIXES: Final = (
     "finish-step",
 )
 _AI_SDK_TYPES: Final = frozenset({"finish", "abort", "file", "message-metadata"})
+_BEDROCK_KEYS: Final = (
+    "messageStart",
+    "contentBlockStart",
+    "contentBlockDelta",
+    "contentBlockStop",
+    "messageStop",
+)
+_COHERE_TYPES: Final = frozenset(
+    {
+        "message-start",
+        "message-end",
+        "tool-plan-delta",
+        "tool-call-start",
+        "tool-call-delta",
+        "tool-call-end",
+        "content-start",
+        "content-delta",
+        "content-end",
+        "citation-start",
+        "citation-end",
+    }
+)
 _GEMINI_KEYS: Final = (
     "candidates",
     "promptFeedback",
@@ -53,11 +89,22 @@ _GEMINI_KEYS: Final = (
 
 
 def item_format(value: dict[str, Any]) -> str | None:
-    """The format one item's shape is distinctive of, or ``None`` if it says nothing."""
+    """The format one item's shape is distinctive of, or ``None`` if it says nothing.
+
+    Mistral's wire chunks are Chat Completions chunks (``openai-chat``, read the same way);
+    a dumped ``mistralai`` ``CompletionEvent`` (``{"data": chunk}``) is ``mistral``.
+    """
     if isinstance(value.get("choices"), list) or value.get("object") == "chat.completion.chunk":
         return "openai-chat"
     if any(key in value for key in _GEMINI_KEYS):
         return "gemini"
+    if any(key in value for key in _BEDROCK_KEYS):
+        return "bedrock"
+    if isinstance(value.get("done"), bool) and ("created_at" in value or "message" in value):
+        return "ollama"
+    data = value.get("data")
+    if len(value) == 1 and isinstance(data, dict) and isinstance(data.get("choices"), list):
+        return "mistral"
     kind = value.get("type")
     if not isinstance(kind, str):
         return None
@@ -65,6 +112,8 @@ def item_format(value: dict[str, Any]) -> str | None:
         return "openai-responses"
     if kind in _ANTHROPIC_TYPES:
         return "anthropic"
+    if kind in _COHERE_TYPES:
+        return "cohere"
     if kind.startswith(_AI_SDK_PREFIXES) or kind in _AI_SDK_TYPES:
         return "ai-sdk"
     if kind in _SEED_TYPES and _looks_seed(kind, value):

@@ -86,6 +86,7 @@ class TextReader:
         self._bytes = 0  # bytes decoded so far
         self._chars = 0  # characters decoded so far
         self._eof = False
+        self._head = b""  # bytes peeked at by head(), not decoded yet
         self.size = _size(stream)
         """The input's size in bytes, if it is a regular file (``None`` otherwise)."""
         self.line = 0
@@ -99,12 +100,8 @@ class TextReader:
     def _fill(self) -> None:
         """Read and check one more chunk (sets ``_eof`` at the end of the input)."""
         want = max(CHUNK_BYTES, len(self._buf) - self._pos)  # doubles while a line grows
-        try:
-            data = self._read1(want) if want == CHUNK_BYTES else self._stream.read(want)
-        except OSError as exc:
-            raise InputError(f"cannot read the file: {exc.strerror or exc}") from None
-        except ValueError as exc:  # a closed standard input
-            raise InputError(f"cannot read the input: {exc}") from None
+        head, self._head = self._head, b""  # bytes peeked at come first, in the same chunk
+        data = head + self._raw(want - len(head), whole=want != CHUNK_BYTES)
         final = not data
         pending = len(self._decoder.getstate()[0])
         try:
@@ -125,6 +122,39 @@ class TextReader:
         self._buf = self._buf[self._pos :] + text
         self._pos = 0
         self._eof = final
+
+    def _raw(self, size: int, *, whole: bool) -> bytes:
+        """Up to ``size`` bytes from the input (``whole``: as many as it has, up to it)."""
+        try:
+            return bytes(self._stream.read(size) if whole else self._read1(size))
+        except OSError as exc:
+            raise InputError(f"cannot read the file: {exc.strerror or exc}") from None
+        except ValueError as exc:  # a closed standard input
+            raise InputError(f"cannot read the input: {exc}") from None
+
+    def head(self, size: int) -> bytes:
+        """The input's first ``size`` bytes (fewer if it is shorter), left unread.
+
+        Only before any text is read: for recognising a binary body (an AWS event stream).
+        """
+        while len(self._head) < size:
+            data = self._raw(size - len(self._head), whole=True)
+            if not data:
+                break
+            self._head += data
+        return self._head[:size]
+
+    def read_bytes(self, size: int) -> bytes:
+        """The next ``size`` bytes as they are (fewer at the end), for a binary body."""
+        data = self._head[:size]
+        self._head = self._head[size:]
+        while len(data) < size:
+            more = self._raw(size - len(data), whole=True)
+            if not more:
+                break
+            data += more
+        self._bytes += len(data)
+        return data
 
     def _take_line(self) -> str | None:
         """The next line if it is buffered whole (consumed), else ``None``."""

@@ -14,7 +14,11 @@ from typing import Any, Final, Protocol
 from ..adapters import (
     AISDKAdapter,
     AnthropicAdapter,
+    BedrockConverseAdapter,
+    CohereAdapter,
     GeminiAdapter,
+    MistralAdapter,
+    OllamaAdapter,
     OpenAIChatAdapter,
     OpenAIResponsesAdapter,
 )
@@ -24,6 +28,7 @@ from ..events import End, parse_event
 from ..machine import ToolCallStateMachine, tool_call_streaming_state_machine
 from ..reducer import IgnoreReason
 from ._detect import detect, item_format, mismatch
+from ._eventstream import PRELUDE_BYTES, looks_eventstream, read_messages
 from ._input import InputError, Item, TextReader, open_input, read_items
 from ._text import clean
 from ._timeline import Step, Timeline
@@ -34,6 +39,10 @@ _ADAPTERS: Final[dict[str, Callable[[], Any]]] = {
     "anthropic": AnthropicAdapter,
     "gemini": GeminiAdapter,
     "ai-sdk": AISDKAdapter,
+    "bedrock": BedrockConverseAdapter,
+    "cohere": CohereAdapter,
+    "ollama": OllamaAdapter,
+    "mistral": MistralAdapter,
 }
 
 
@@ -113,8 +122,18 @@ def replay(
             no item of it is an item of the format (the message names one that fits).
     """
     with open_input(path) as reader:
-        container, items = read_items(reader)
         detected = fmt == "auto"
+        if looks_eventstream(reader.head(PRELUDE_BYTES)):  # binary: before the text checks
+            if fmt not in ("auto", "bedrock"):
+                raise InputError(
+                    f"an AWS event-stream body (Bedrock ConverseStream), not {fmt} items; "
+                    "pass --format bedrock"
+                )
+            items = read_messages(reader.read_bytes)
+            return _run(
+                path, "eventstream", "bedrock", detected, items, observer, timeline, watch, reader
+            )
+        container, items = read_items(reader)
         if detected:
             fmt, window = detect(items)
             items = _chain(window, items)
