@@ -137,8 +137,8 @@ async def main() -> None:
 
     print("\n" + f"turn: {'ok' if end and end.ok else 'not ok'} ({end.reason if end else 'open'})")
     print("\ntimeline (ms since the request; '-' = never happened)")
-    header = ("call", "tool", "status", "started", "ready", "tool+", "tool-", "finished")
-    print("  {:<8} {:<17} {:<7} {:>8} {:>6} {:>6} {:>6} {:>9}".format(*header))
+    header = ("call", "tool", "status", "announced", "ready", "tool start", "tool end", "finished")
+    print("  {:<8} {:<17} {:<7} {:>9} {:>6} {:>10} {:>8} {:>9}".format(*header))
     for call in calls:
         line = tracker.timeline(call.id)
         assert line is not None
@@ -153,7 +153,7 @@ async def main() -> None:
             )
         ]
         print(
-            "  {:<8} {:<17} {:<7} {:>8} {:>6} {:>6} {:>6} {:>9}".format(
+            "  {:<8} {:<17} {:<7} {:>9} {:>6} {:>10} {:>8} {:>9}".format(
                 call.id, call.name, call.status.value, *stamps
             )
         )
@@ -167,7 +167,7 @@ async def main() -> None:
         and line.tool_started is not None
         and line.tool_started < stream_end
     ]
-    print(f"\ntools that started while the model was still streaming: {overlapped}")
+    print(f"\ntools started while the model was still streaming: {overlapped}")
 
     print("\nfollow-up messages (OpenAI Chat format):")
     print(json.dumps(openai_chat_messages(calls), indent=2, ensure_ascii=False))

@@ -91,7 +91,9 @@ async def main(seed: int) -> None:
             for call_id, tl in timelines.items()
             if tl is not None and tl.tool_started is not None and tl.tool_started < stream_end
         ]
-        print(f"\nlast arguments ready at {stream_end - t0:.3f}s; tools started before: {early}")
+        print(f"\ntools started while the model was still streaming: {early}")
+        end = tracker.end
+        print(f"turn: {'ok' if end and end.ok else 'not ok'} ({end.reason if end else 'open'})")
 
 
 if __name__ == "__main__":
