@@ -6,11 +6,12 @@ read into the provider's plain dicts and fed through the matching adapter with
 ``apply_stream`` into a machine. The calls that may run (names and parsed arguments) and
 whether the turn ended ok must equal the manifest's expected column.
 
-Where the official client is installed (openai, anthropic, google-genai) the same bytes are
-also served to it over ``httpx.MockTransport`` (the client parses the SSE itself), and the
-calls it accumulates and how it says the turn ended must agree with the adapter. The AI SDK
-UI stream has no Python client; the manifest's expectations (from the ``input`` of each
-``tool-input-available`` part) stand alone there.
+Where the official client is installed (openai, anthropic, google-genai, cohere) the same
+bytes are also served to it over ``httpx.MockTransport`` (the client parses the SSE
+itself), and the calls it accumulates and how it says the turn ended must agree with the
+adapter. The AI SDK UI stream has no Python client; Bedrock Converse files are the event
+dicts boto3 yields (``.jsonl``, read as in ``test_new_formats.py``), Mistral and Ollama have
+none here either: the manifest's expectations stand alone for those.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ CLIENT_CANNOT: dict[str, str] = {
         " as invalid base64"
     ),
 }
-# The issue asks for 30; this many are found so far (see the manifest's last section).
+# The issue asks for 30; this many are found so far (see the manifest's last sections).
 MIN_RECORDINGS = 26
 
 
