@@ -6,11 +6,12 @@ read into the provider's plain dicts and fed through the matching adapter with
 ``apply_stream`` into a machine. The calls that may run (names and parsed arguments) and
 whether the turn ended ok must equal the manifest's expected column.
 
-Where the official client is installed (openai, anthropic, google-genai) the same bytes are
-also served to it over ``httpx.MockTransport`` (the client parses the SSE itself), and the
-calls it accumulates and how it says the turn ended must agree with the adapter. The AI SDK
-UI stream has no Python client; the manifest's expectations (from the ``input`` of each
-``tool-input-available`` part) stand alone there.
+Where the official client is installed (openai, anthropic, google-genai, cohere) the same
+bytes are also served to it over ``httpx.MockTransport`` (the client parses the SSE
+itself), and the calls it accumulates and how it says the turn ended must agree with the
+adapter. The AI SDK UI stream has no Python client; Bedrock Converse files are the event
+dicts boto3 yields (``.jsonl``, read as in ``test_new_formats.py``), Mistral and Ollama have
+none here either: the manifest's expectations stand alone for those.
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ from toolcall_tracker import tool_call_streaming_state_machine
 from toolcall_tracker.adapters import (
     AISDKAdapter,
     AnthropicAdapter,
+    BedrockConverseAdapter,
+    CohereAdapter,
     GeminiAdapter,
+    MistralAdapter,
+    OllamaAdapter,
     OpenAIChatAdapter,
     OpenAIResponsesAdapter,
     apply_stream,
@@ -42,6 +47,14 @@ FORMATS = {
     "anthropic": AnthropicAdapter,
     "gemini": GeminiAdapter,
     "ai_sdk": AISDKAdapter,
+    # The new formats: each file is what the provider's client reads, as event dicts
+    # (``.jsonl``, as in ``test_new_formats.py``) or as the SSE body it was recorded in.
+    "bedrock": BedrockConverseAdapter,
+    "cohere": CohereAdapter,
+    "mistral": MistralAdapter,
+    "ollama": OllamaAdapter,
+    "litellm": OpenAIChatAdapter,
+    "anthropic_eager": AnthropicAdapter,
 }
 SIZE_LIMIT = 200_000
 TOTAL_LIMIT = 3_000_000
@@ -55,8 +68,8 @@ CLIENT_CANNOT: dict[str, str] = {
         " as invalid base64"
     ),
 }
-# The issue asks for 30; this many are found so far (see the manifest's last section).
-MIN_RECORDINGS = 12
+# The issue asks for 30; this many are found so far (see the manifest's last sections).
+MIN_RECORDINGS = 29
 
 
 def manifest_rows() -> dict[str, dict[str, Any]]:
@@ -254,11 +267,37 @@ async def client_gemini(body: bytes) -> tuple[list[list[Any]], bool]:
     return calls, bool(finishes) and all(f == "STOP" for f in finishes.values())
 
 
+async def client_cohere(body: bytes) -> tuple[list[list[Any]], bool]:
+    """cohere's ``ClientV2.chat_stream`` parses the SSE; calls are assembled by ``index``."""
+    cohere = pytest.importorskip("cohere")
+
+    client = cohere.AsyncClientV2(
+        api_key="test", base_url="http://oracle.test", httpx_client=mock_client(body, httpx)
+    )
+    names: dict[int, str] = {}
+    texts: dict[int, str] = {}
+    finish = None
+    async for event in client.chat_stream(model="m", messages=[{"role": "user", "content": "hi"}]):
+        if event.type == "tool-call-start":
+            call = event.delta.message.tool_calls
+            names[event.index] = call.function.name
+            texts[event.index] = call.function.arguments or ""
+        elif event.type == "tool-call-delta":
+            texts[event.index] += event.delta.message.tool_calls.function.arguments or ""
+        elif event.type == "message-end":
+            finish = event.delta.finish_reason
+    calls = [[names[i], args_of(texts[i])] for i in sorted(names)]
+    return calls, finish in ("TOOL_CALL", "COMPLETE")
+
+
 CLIENTS = {
     "openai_chat": client_openai_chat,
     "openai_responses": client_openai_responses,
     "anthropic": client_anthropic,
+    "anthropic_eager": client_anthropic,
     "gemini": client_gemini,
+    "litellm": client_openai_chat,
+    "cohere": client_cohere,
 }
 
 
