@@ -175,7 +175,6 @@ class _CallRecord:
         "free",
         "id",
         "name",
-        "parsed",
         "parts",
         "result",
         "room",
@@ -199,7 +198,6 @@ class _CallRecord:
         self.small = 0
         self.text: str | None = None
         self.args: Any = None
-        self.parsed = False  # the arguments parsed (it was running, whatever came after)
         self.result: Any = None
         self.error: Any = None
         self.snapshot: ToolCall | None = None
@@ -302,7 +300,6 @@ def _parse(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _
         record.error = exc.value
     else:
         record.status = RUNNING
-        record.parsed = True
     record.snapshot = None
     return record
 
