@@ -252,7 +252,7 @@ def test_a_long_run_with_keep_finished_keeps_memory_flat() -> None:
         return i
 
     async def settle() -> None:
-        await anyio.sleep(0.01)  # let the running tools finish
+        await anyio.wait_all_tasks_blocked()  # every running tool has finished (or waits)
         gc.collect()
 
     async def source() -> AsyncIterator[dict[str, Any]]:
