@@ -207,3 +207,37 @@ async def test_progress_through_the_ai_sdk_listener(anyio_backend: str) -> None:
     assert preliminary
     assert all(available < i < final for i in preliminary)
     assert [parts[i]["output"]["done"] for i in preliminary] == [1, 2]
+
+
+async def test_a_slow_progress_reader_keeps_only_the_latest_updates(anyio_backend: str) -> None:
+    """A tool yielding far more than anyone reads does not grow memory without bound."""
+    many = 5_000
+
+    @tool(eager=True)
+    async def chatty() -> AsyncIterator[int]:
+        """Yield many updates."""
+        for n in range(many):
+            yield n
+
+    control = RunControl()
+    release = anyio.Event()
+    seen: list[int] = []
+
+    async def slow_reader() -> None:
+        async for update in control.progress():
+            seen.append(update.value)
+            if len(seen) == 1:
+                await release.wait()  # reads nothing more until the run is over
+
+    tracker = ToolCallTracker()
+    for event in [*call_events("c", "chatty"), {"type": "end"}]:
+        tracker.apply(event)
+    with anyio.fail_after(DEADLINE):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow_reader)
+            await anyio.wait_all_tasks_blocked()  # subscribed before the tool runs
+            await ToolRunner([chatty]).run(tracker, control=control)
+            release.set()
+    assert tracker.get("c").result == many - 1  # type: ignore[union-attr]
+    assert 1 < len(seen) <= 1 + 1_024
+    assert seen[-1] == many - 1

@@ -29,26 +29,38 @@ logger = logging.getLogger("toolcall_tracker.runner")
 
 _T = TypeVar("_T")
 
+_PROGRESS_UNREAD = 1024
+"""Unread progress updates kept per ``progress()`` iterator: a tool yielding faster than a
+reader reads cannot grow memory without bound."""
+
 
 class _Subscriber(Generic[_T]):
     __slots__ = ("closed", "items", "wake")
 
-    def __init__(self, items: Iterable[_T], closed: bool) -> None:
-        self.items: deque[_T] = deque(items)
+    def __init__(self, items: Iterable[_T], closed: bool, maxlen: int | None) -> None:
+        self.items: deque[_T] = deque(items, maxlen)
         self.closed = closed
         self.wake: anyio.Event | None = None
 
 
 class _Feed(Generic[_T]):
-    """Items published by the run, delivered to every iterator subscribed at the time."""
+    """Items published by the run, delivered to every iterator subscribed at the time.
 
-    def __init__(self) -> None:
+    ``maxlen`` bounds what one iterator may leave unread (the oldest items go first); ``None``
+    keeps everything (approval requests, which must never be lost, are few per call).
+    """
+
+    def __init__(self, maxlen: int | None = None) -> None:
         self._subscribers: list[_Subscriber[_T]] = []
         self.closed = False
+        self._maxlen = maxlen
 
     def publish(self, item: _T) -> None:
         for subscriber in self._subscribers:
-            subscriber.items.append(item)
+            items = subscriber.items
+            if items.maxlen is not None and len(items) == items.maxlen:
+                logger.debug("a slow reader missed an update: %d were unread", len(items))
+            items.append(item)
             if subscriber.wake is not None:
                 subscriber.wake.set()
 
@@ -61,7 +73,7 @@ class _Feed(Generic[_T]):
 
     async def iterate(self, initial: Callable[[], Iterable[_T]] = tuple) -> AsyncIterator[_T]:
         """Yield what is published from the first ``__anext__`` on (after ``initial()``)."""
-        subscriber = _Subscriber(initial(), self.closed)
+        subscriber = _Subscriber(initial(), self.closed, self._maxlen)
         self._subscribers.append(subscriber)
         try:
             while True:
@@ -115,7 +127,7 @@ class RunControl:
     ) -> None:
         self._defer = defer_approvals
         self._on_progress = on_progress
-        self._progress: _Feed[ProgressUpdate] = _Feed()
+        self._progress: _Feed[ProgressUpdate] = _Feed(_PROGRESS_UNREAD)
         self._turn: Turn | None = None
         self._used = False
         self._requests: _Feed[PendingApproval] = _Feed()
@@ -175,7 +187,9 @@ class RunControl:
         Sees the updates published from its first step on (start iterating before the
         tools you care about run), buffered until you read them; ends when the run has
         finished. Nothing is buffered for nobody: without an iterator (or
-        ``on_progress``) updates cost nothing.
+        ``on_progress``) updates cost nothing. An iterator that falls behind keeps the
+        latest 1,024 unread updates (progress is superseded by the next update; the
+        result is never lost: it is the call's own result).
         """
         updates = self._progress.iterate()
         if call_id is None:
