@@ -375,3 +375,15 @@ def test_a_model_constructed_with_a_bogus_type_is_an_invalid_event(model: Any) -
     with pytest.raises(InvalidEvent, match="bogus"):
         machine.apply(event)
     assert machine.list() == []
+
+
+@pytest.mark.parametrize("model", [Start, Delta, Ready, Result, Error])
+@pytest.mark.parametrize("bad_type", [["start"], {"start": 1}, {1, 2}, None, 3])
+def test_a_model_constructed_with_an_unhashable_or_non_string_type_is_an_invalid_event(
+    model: Any, bad_type: object
+) -> None:
+    machine = tool_call_streaming_state_machine()
+    event = model.model_construct(type=bad_type, id="a", name="f", args_text_delta="x")
+    with pytest.raises(InvalidEvent):
+        machine.apply(event)
+    assert machine.list() == []

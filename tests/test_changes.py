@@ -219,3 +219,30 @@ def test_a_tracker_is_a_sink_and_refuses_writes_once_closed() -> None:
 
     for backend in ("asyncio", "trio"):
         anyio.run(main, backend=backend)
+
+
+class RaisingOnIgnored(ChangeListener):
+    def event_ignored(self, event: object, reason: object) -> None:
+        raise Boom(str(reason))
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "some_future_event", "id": "a"},  # unknown type: ignored before any call
+        {"type": "ready", "id": "nobody"},  # unknown id: ignored by the table
+        {"type": "result", "id": "a", "result": 1},  # out of order: ignored by the table
+    ],
+)
+def test_a_listener_error_on_an_ignored_event_is_raised_by_that_apply(
+    event: dict[str, object],
+) -> None:
+    """Never later, by an unrelated write: the apply that caused it raises it."""
+    machine = ToolCallStateMachine()
+    machine.apply({"type": "start", "id": "a", "name": "f"})
+    machine.subscribe(RaisingOnIgnored())
+    with pytest.raises(Boom):
+        machine.apply(event)
+    machine.apply({"type": "delta", "id": "a", "argsTextDelta": "{}"})  # nothing left over
+    machine.apply({"type": "ready", "id": "a"})
+    assert machine.get("a") is not None and machine.get("a").status is Status.RUNNING  # type: ignore[union-attr]

@@ -62,7 +62,7 @@ def decode(event: object) -> tuple[str, Any, Any] | None:
             _revalidate(model)
         return "end", None, model
     kind, call_id = model.type, getattr(model, "id", None)
-    if kind not in _PAYLOAD_FIELD:  # model_construct(type="bogus") broke the model's type
+    if type(kind) is not str or kind not in _PAYLOAD_FIELD:  # model_construct broke the type
         _revalidate(model)
     field = _PAYLOAD_FIELD[kind]
     payload = None if field is None else getattr(model, field, _MISSING)

@@ -139,6 +139,7 @@ class ToolCallStateMachine:
         decoded = decode(event)
         if decoded is None:
             self._ignore(event, IgnoreReason.UNKNOWN_TYPE)
+            self._raise_listener_error()  # raised from the apply that caused it
             return
         kind, call_id, payload = decoded
         self._check_sizes(kind, call_id, payload, event)
