@@ -245,4 +245,6 @@ def test_a_listener_error_on_an_ignored_event_is_raised_by_that_apply(
         machine.apply(event)
     machine.apply({"type": "delta", "id": "a", "argsTextDelta": "{}"})  # nothing left over
     machine.apply({"type": "ready", "id": "a"})
-    assert machine.get("a") is not None and machine.get("a").status is Status.RUNNING  # type: ignore[union-attr]
+    call = machine.get("a")
+    assert call is not None
+    assert call.status is Status.RUNNING
