@@ -18,10 +18,12 @@ The public surface, re-exported here:
   its per-run handle :class:`RunControl` and the :class:`ProgressUpdate` it publishes,
   approvals across requests
   (:class:`PendingApprovals`, :class:`PendingApproval`, :class:`ApprovalDecision`,
-  :class:`FinishedCalls`, :class:`InMemoryFinishedCalls`, :func:`merge_calls`,
+  :class:`OutcomeStore`, :class:`InMemoryOutcomeStore`, :class:`CallOutcome`,
+  :class:`Claim`, :func:`merge_calls`,
   :class:`ApprovalRefused`), and its error values (:class:`ValidationFailed`,
   :class:`UnknownTool`, :class:`ToolRaised`, :class:`CallTimedOut`, :class:`NotExecuted`,
-  :class:`CallCancelled`, :class:`ApprovalDenied`).
+  :class:`CallCancelled`, :class:`ApprovalDenied`, :class:`OutcomeInDoubt`). The old names
+  ``FinishedCalls`` / ``InMemoryFinishedCalls`` still work, with a ``DeprecationWarning``.
 
 Provider-specific pieces live in submodules: :mod:`toolcall_tracker.adapters` (stream
 adapters), :mod:`toolcall_tracker.tools` (tool definitions per provider) and
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
         CallTimedOut,
         FieldError,
         NotExecuted,
+        OutcomeInDoubt,
         ToolRaised,
         UnknownTool,
         ValidationFailed,
@@ -72,8 +75,10 @@ if TYPE_CHECKING:
     from .machine import IgnoredHook, ToolCallStateMachine, tool_call_streaming_state_machine
     from .runner import (
         ApprovalDecision,
-        FinishedCalls,
-        InMemoryFinishedCalls,
+        CallOutcome,
+        Claim,
+        InMemoryOutcomeStore,
+        OutcomeStore,
         PendingApproval,
         PendingApprovals,
         ProgressUpdate,
@@ -97,7 +102,6 @@ _MODULE_OF: dict[str, str] = {
             "ApprovalRefused",
             "ArgumentsTooLarge",
             "CallFailure",
-            "InMemoryFinishedCalls",
             "IncompleteArguments",
             "InvalidArguments",
             "InvalidEvent",
@@ -119,6 +123,7 @@ _MODULE_OF: dict[str, str] = {
             "CallTimedOut",
             "FieldError",
             "NotExecuted",
+            "OutcomeInDoubt",
             "ToolRaised",
             "UnknownTool",
             "ValidationFailed",
@@ -133,8 +138,12 @@ _MODULE_OF: dict[str, str] = {
     **dict.fromkeys(
         (
             "ApprovalDecision",
+            "CallOutcome",
+            "Claim",
             "FinishedCalls",
             "InMemoryFinishedCalls",
+            "InMemoryOutcomeStore",
+            "OutcomeStore",
             "PendingApproval",
             "PendingApprovals",
             "ProgressUpdate",
@@ -151,6 +160,8 @@ _MODULE_OF: dict[str, str] = {
     "ToolCallTracker": "tracker",
 }
 
+_DEPRECATED = frozenset({"FinishedCalls", "InMemoryFinishedCalls"})
+
 __all__ = [
     "DEFAULT_LIMITS",
     "ApprovalDecision",
@@ -159,9 +170,11 @@ __all__ = [
     "ArgumentsTooLarge",
     "CallCancelled",
     "CallFailure",
+    "CallOutcome",
     "CallTimeline",
     "CallTimedOut",
     "ChangeListener",
+    "Claim",
     "Delta",
     "End",
     "Error",
@@ -170,10 +183,9 @@ __all__ = [
     "EventInput",
     "EventSink",
     "FieldError",
-    "FinishedCalls",
     "IgnoreReason",
     "IgnoredHook",
-    "InMemoryFinishedCalls",
+    "InMemoryOutcomeStore",
     "IncompleteArguments",
     "InvalidArguments",
     "InvalidEvent",
@@ -181,6 +193,8 @@ __all__ = [
     "Limits",
     "NeedsApproval",
     "NotExecuted",
+    "OutcomeInDoubt",
+    "OutcomeStore",
     "PendingApproval",
     "PendingApprovals",
     "ProgressUpdate",
@@ -217,7 +231,8 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
+    if name not in _DEPRECATED:  # a deprecated name warns on every use
+        globals()[name] = value
     return value
 
 

@@ -15,6 +15,8 @@ model as the call's result. The kinds:
 ``not_executed``   :class:`NotExecuted`    a gated tool's turn did not end normally
 ``cancelled``      :class:`CallCancelled`  the runner, or this one call, was cancelled first
 ``approval_denied`` :class:`ApprovalDenied` a human (or the timeout) denied the call
+``in_doubt``       :class:`OutcomeInDoubt` a resume claimed it before and its outcome is
+                                           unknown (it may have run; never run again)
 =================  ======================  ================================================
 
 ``tool_started`` (on timeouts and cancellations) says whether the tool's code had begun:
@@ -35,6 +37,7 @@ __all__ = [
     "CallTimedOut",
     "FieldError",
     "NotExecuted",
+    "OutcomeInDoubt",
     "ToolRaised",
     "UnknownTool",
     "ValidationFailed",
@@ -133,3 +136,15 @@ class ApprovalDenied(CallFailure):
     kind: Literal["approval_denied"] = "approval_denied"
     tool: str
     reason: str
+
+
+class OutcomeInDoubt(CallFailure):
+    """The call was claimed by an earlier resume whose outcome was never recorded.
+
+    The tool may be running elsewhere, or may have run (the store failed to record its
+    outcome, or the server stopped meanwhile); it is never run again. Check the tool's side
+    effects before asking the model to retry.
+    """
+
+    kind: Literal["in_doubt"] = "in_doubt"
+    tool: str

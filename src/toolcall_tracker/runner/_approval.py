@@ -26,13 +26,7 @@ from ..tools import Tool
 from ..tracker import ToolCallTracker
 from . import _outcomes as outcomes
 from ._invoke import describe
-from ._pending import (
-    ApprovalDecision,
-    PendingApproval,
-    PendingApprovals,
-    _pending,
-    _pending_call,
-)
+from ._pending import ApprovalDecision, PendingApproval, PendingApprovals
 
 if TYPE_CHECKING:
     from . import ToolRunner
@@ -47,7 +41,17 @@ _RUNNING: Final = Status.RUNNING
 class _Call:
     """What the runner keeps of one admitted call, until it finishes."""
 
-    __slots__ = ("args", "call", "gated", "kwargs", "request", "scope", "spec", "tool_started")
+    __slots__ = (
+        "args",
+        "call",
+        "edited",
+        "gated",
+        "kwargs",
+        "request",
+        "scope",
+        "spec",
+        "tool_started",
+    )
 
     def __init__(
         self,
@@ -65,6 +69,7 @@ class _Call:
         self.request: PendingApproval | None = None  # set while it awaits a decision
         self.scope: anyio.CancelScope | None = None  # set while its task runs
         self.tool_started = False
+        self.edited: Any = None  # arguments a human approved in place of the model's
 
 
 class Resumed:
@@ -132,7 +137,10 @@ class Approvals:
     def pending(self) -> PendingApprovals | None:
         """The calls still awaiting a decision as signed :class:`PendingApprovals`."""
         requests = self.awaiting()
-        return _pending(self._runner._secret, self._nonce, requests) if requests else None
+        if not requests:
+            return None
+        tracker = self._tracker
+        return self._runner._signer.pending(self._nonce, requests, tracker.limits, tracker.end)
 
     def decide(self, call_id: str, approved: bool, arguments: Any, reason: str | None) -> bool:
         item = self._awaiting.get(call_id)
@@ -178,7 +186,7 @@ class Approvals:
         if control is None:
             self._fail(call, outcomes.denied(call, "no_approver"))
             return
-        item.request = _pending_call(self._runner._secret, self._nonce, call)
+        item.request = self._runner._signer.call(self._nonce, call)
         self._awaiting[call.id] = item
         if self._otel is not None:
             self._otel.approval_requested(call.id)
@@ -199,8 +207,7 @@ class Approvals:
             except ValidationError as exc:
                 self._fail(call, outcomes.validation_failure(call.name, exc, edited=True))
                 return
-            if self._control is not None:
-                self._control._edited[call.id] = arguments
+            item.edited = arguments  # noted once the tool really starts with them
         self._proceed(item)
 
     async def _until_decided(self) -> None:

@@ -158,7 +158,8 @@ class RunControl:
 
     @property
     def edited(self) -> dict[str, Any]:
-        """The arguments a human approved in place of the model's, by call id (a copy)."""
+        """The arguments a human approved in place of the model's, by call id (a copy):
+        only for calls whose tool then really started with them."""
         return dict(self._edited)
 
     def notes(self) -> dict[str, str]:

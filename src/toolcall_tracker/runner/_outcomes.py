@@ -11,6 +11,7 @@ from ..failures import (
     CallTimedOut,
     FieldError,
     NotExecuted,
+    OutcomeInDoubt,
     ValidationFailed,
 )
 
@@ -87,4 +88,21 @@ def validation_failure(name: str, exc: ValidationError, edited: bool = False) ->
         message=f"invalid {which} for tool {name!r}: {described}",
         tool=name,
         errors=errors,
+    )
+
+
+def claim_failed(call: ToolCall, text: str) -> NotExecuted:
+    return NotExecuted(
+        message=f"tool {call.name!r} was not run: claiming the call in the outcome store "
+        f"failed ({text}); nothing ran, and a later resume may run it",
+        tool=call.name,
+        reason="claim_failed",
+    )
+
+
+def in_doubt(call: ToolCall) -> OutcomeInDoubt:
+    return OutcomeInDoubt(
+        message=f"tool {call.name!r} was not run again: an earlier resume claimed this call "
+        "and its outcome was never recorded (it may be running, or have run, elsewhere)",
+        tool=call.name,
     )

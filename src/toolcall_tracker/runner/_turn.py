@@ -56,6 +56,7 @@ from ..failures import ToolRaised, UnknownTool
 from ..tracker import ToolCallTracker
 from . import _outcomes as outcomes
 from ._approval import Approvals, Resumed, _Call
+from ._guard import StartGuard
 from ._invoke import Raised, describe, invoke
 from ._progress import ProgressUpdate
 from ._slots import RunQueue
@@ -79,12 +80,14 @@ class Turn(Approvals, ChangeListener):
         tracker: ToolCallTracker,
         control: RunControl | None = None,
         resumed: Resumed | None = None,
+        guard: StartGuard | None = None,
     ) -> None:
         self._runner = runner
         self._tools = runner._tools
         self._tracker = tracker
         self._control = control
         self._resumed = resumed
+        self._guard = guard  # asked right before each tool starts (resume: the store)
         self._nonce = resumed.nonce if resumed is not None else secrets.token_urlsafe(16)
         self._free = runner._max_concurrency or math.inf
         self._deadline = math.inf
@@ -283,8 +286,12 @@ class Turn(Approvals, ChangeListener):
                 await anyio.lowlevel.checkpoint_if_cancelled()  # a stopped run starts nothing
                 if tracker.status(call.id) is not _RUNNING or call.id not in self._calls:
                     return  # finished while its task was being started
+                if self._guard is not None and not await self._claim(item):
+                    return  # not to be run here (finished with what the guard said)
                 tracker.mark_tool_started(call.id)
                 item.tool_started = True
+                if item.edited is not None and self._control is not None:
+                    self._control._edited[call.id] = item.edited  # it runs with them
                 with (
                     self._traced(call),
                     anyio.move_on_after(math.inf if timeout is None else timeout) as limit,
@@ -297,39 +304,75 @@ class Turn(Approvals, ChangeListener):
                 if item.tool_started:
                     tracker.mark_tool_finished(call.id)
                 return
+            failure: CallFailure | None = None
             if limit.cancelled_caught:
-                self._fail(call, outcomes.timed_out(call, "call", True, timeout))
+                failure = outcomes.timed_out(call, "call", True, timeout)
             elif type(result) is Raised:
                 exc = result.exception
                 logger.warning(
                     "tool %r raised in call %r: %s", call.name, call.id, result.text, exc_info=exc
                 )
-                self._fail(
-                    call,
-                    ToolRaised(
-                        message=f"tool {call.name!r} raised {result.text}",
-                        tool=call.name,
-                        exception=type(exc).__name__,
-                    ),
+                failure = ToolRaised(
+                    message=f"tool {call.name!r} raised {result.text}",
+                    tool=call.name,
+                    exception=type(exc).__name__,
                 )
+            if self._guard is not None:
+                await self._record(call, None if failure else result, failure)
+            if failure is not None:
+                self._fail(call, failure)
             else:
                 self._apply_result(call, result)
         except anyio.get_cancelled_exc_class():
             if item.tool_started:
                 tracker.mark_tool_finished(call.id)
             if anyio.current_time() >= self._deadline:
-                failure: CallFailure = self._timed_out(call, "run", item.tool_started)
+                stopped: CallFailure = self._timed_out(call, "run", item.tool_started)
             else:
-                failure = outcomes.cancelled(
+                stopped = outcomes.cancelled(
                     call, item.tool_started, "the tool runner was cancelled"
                 )
-            self._fail_if_running(call, failure)
+            self._fail_if_running(call, stopped)
             raise
         finally:
             self._drop(call.id)
             self._free += 1
             self._queue.release(spec.name)
             self._dispatch()
+
+    async def _claim(self, item: _Call) -> bool:
+        """Ask the guard whether the call may start; ``False``: it was finished instead."""
+        call, guard = item.call, self._guard
+        assert guard is not None
+        try:
+            outcome = await guard.claim(call)
+        except Exception as exc:  # nothing ran: the call stays decidable
+            text = describe(exc)
+            logger.warning("claiming call %r failed: %s", call.id, text)
+            self._fail_if_running(call, outcomes.claim_failed(call, text))
+            return False
+        if outcome is not None:
+            if self._tracker.status(call.id) is _RUNNING:
+                if outcome.failure is not None:
+                    self._fail(call, outcome.failure)
+                else:
+                    self._apply_result(call, outcome.result)
+            return False
+        return self._tracker.status(call.id) is _RUNNING and call.id in self._calls
+
+    async def _record(self, call: ToolCall, result: Any, failure: CallFailure | None) -> None:
+        """Tell the guard how the tool ended; if that fails the call is in doubt (it ran:
+        never run again), and its real outcome still goes to the tracker."""
+        assert self._guard is not None
+        try:
+            await self._guard.record(call, result, failure)
+        except Exception as exc:
+            logger.warning(
+                "recording the outcome of call %r failed: %s; it is in doubt for any later "
+                "resume (never run again)",
+                call.id,
+                describe(exc),
+            )
 
     def _traced(self, call: ToolCall) -> AbstractContextManager[None]:
         """The call's span, current while its tool runs (nothing without tracing)."""
