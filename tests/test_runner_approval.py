@@ -451,7 +451,9 @@ async def test_signed_state_refuses_tampering_replay_and_a_wrong_key(anyio_backe
             await runner.resume(other_turn, [pending.approve("b")])
         # the right state, read by a runner with another key
         with pytest.raises(ApprovalRefused, match="do not verify"):
-            await tools.runner(approval_secret=b"another secret, 16+ bytes").resume(pending, [pending.approve("a")])
+            await tools.runner(approval_secret=b"another secret, 16+ bytes").resume(
+                pending, [pending.approve("a")]
+            )
         # unsigned state given to a runner with a secret
         _, unsigned = await first_request(
             tools.runner(), ("a", "transfer", {"to": "x", "amount": 1})

@@ -106,7 +106,9 @@ def _has_surrogate(value: str) -> bool:
 
 
 WireStr = Annotated[str, BeforeValidator(_unwire), PlainSerializer(_wire, return_type=str)]
-"""A ``str`` field that round-trips through JSON, lone surrogates included."""
+"""A ``str`` field that round-trips through JSON, lone surrogates included. Input in either
+form is read (so a value starting with the marker is taken as encoded: pass such a value
+through ``_wire`` first)."""
 
 
 class PendingApproval(BaseModel):
@@ -144,13 +146,13 @@ class PendingApproval(BaseModel):
     def approve(self, arguments: Any = None) -> ApprovalDecision:
         """A decision approving this call, optionally with edited ``arguments``."""
         return ApprovalDecision(
-            call_id=self.call_id, token=self.token, approved=True, arguments=arguments
+            call_id=_wire(self.call_id), token=self.token, approved=True, arguments=arguments
         )
 
     def deny(self, reason: str = "denied") -> ApprovalDecision:
         """A decision denying this call; ``reason`` is shown to the model."""
         return ApprovalDecision(
-            call_id=self.call_id, token=self.token, approved=False, reason=reason
+            call_id=_wire(self.call_id), token=self.token, approved=False, reason=reason
         )
 
 
