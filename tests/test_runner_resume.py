@@ -362,6 +362,48 @@ async def test_malformed_tokens_and_signatures_are_refused_not_type_errors(
     assert ledger.ran == []
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    signature=st.text(),
+    token=st.text(),
+    decision_token=st.text(),
+    call_id=st.one_of(st.just("a"), st.text()),
+)
+def test_any_malformed_token_or_signature_is_approval_refused(
+    signature: str, token: str, decision_token: str, call_id: str
+) -> None:
+    signer = _Signer(SECRET)
+    call = ToolCall(id="a", name="t", args_text="{}", args={})
+    state = signer.pending("n", [signer.call("n", call)], Limits(), End())
+    good = state.approve("a")
+    forged_call = state.calls[0].model_copy(update={"token": token})
+    attempts = [
+        (state.model_copy(update={"signature": signature}), [good]),
+        (state.model_copy(update={"calls": (forged_call,)}), [good]),
+        (state, [good.model_copy(update={"token": decision_token, "call_id": call_id})]),
+    ]
+    for pending, decisions in attempts:
+        try:
+            signer.verify(pending, decisions)
+        except ApprovalRefused:
+            continue
+        # only the genuine values verify
+        assert pending.signature == state.signature
+        assert pending.calls == state.calls
+        assert decisions[0].token == good.token
+        assert decisions[0].call_id == "a"
+
+
+def test_a_decision_that_is_not_a_decision_is_refused() -> None:
+    signer = _Signer(SECRET)
+    call = ToolCall(id="a", name="t", args_text="{}", args={})
+    state = signer.pending("n", [signer.call("n", call)], Limits(), End())
+    weird = state.approve("a").model_copy(update={"call_id": ["a"]})
+    for bad in (weird, {"call_id": "a", "token": "x"}):
+        with pytest.raises(ApprovalRefused, match="ApprovalDecision"):
+            signer.verify(state, [bad])  # type: ignore[list-item]
+
+
 async def test_resume_refuses_unsigned_states_unless_allowed(anyio_backend: str) -> None:
     ledger = Ledger()
     runner = ledger.runner(approval_secret=None)
