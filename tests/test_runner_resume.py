@@ -114,6 +114,19 @@ class FlakyStore:
         return await self.inner.get(key)
 
 
+class OldStore:
+    """A store written for the old ``FinishedCalls`` protocol (a test-and-set ``add``)."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+
+    async def add(self, key: str) -> bool:
+        if key in self.keys:
+            return False
+        self.keys.add(key)
+        return True
+
+
 # -- the store protocol ---------------------------------------------------------------------
 
 
@@ -178,16 +191,6 @@ def test_deprecated_finished_calls_names_warn_and_still_work() -> None:
         assert "k" in old
         assert isinstance(old, protocol)
 
-    class OldStore:
-        def __init__(self) -> None:
-            self.keys: set[str] = set()
-
-        async def add(self, key: str) -> bool:
-            if key in self.keys:
-                return False
-            self.keys.add(key)
-            return True
-
     with pytest.warns(DeprecationWarning, match="FinishedCalls store"):
         ToolRunner([], finished_calls=OldStore())
     with pytest.raises(TypeError, match="InMemoryOutcomeStore"):
@@ -195,16 +198,6 @@ def test_deprecated_finished_calls_names_warn_and_still_work() -> None:
 
 
 async def test_an_old_finished_calls_store_still_prevents_a_second_run(anyio_backend: str) -> None:
-    class OldStore:
-        def __init__(self) -> None:
-            self.keys: set[str] = set()
-
-        async def add(self, key: str) -> bool:
-            if key in self.keys:
-                return False
-            self.keys.add(key)
-            return True
-
     ledger = Ledger()
     with pytest.warns(DeprecationWarning, match="FinishedCalls store"):
         runner = ledger.runner(finished_calls=OldStore())
