@@ -192,7 +192,11 @@ def test_deprecated_finished_calls_names_warn_and_still_work() -> None:
         assert isinstance(old, protocol)
 
     with pytest.warns(DeprecationWarning, match="FinishedCalls store"):
-        ToolRunner([], finished_calls=OldStore())
+        runner = ToolRunner([], finished_calls=OldStore())
+    with pytest.warns(DeprecationWarning, match="outcome_store"):
+        assert runner.finished_calls is runner.outcome_store
+    with pytest.warns(DeprecationWarning, match="outcome_store="):
+        ToolRunner([], finished_calls=InMemoryOutcomeStore())
     with pytest.raises(TypeError, match="InMemoryOutcomeStore"):
         ToolRunner([], outcome_store=object())  # type: ignore[arg-type]
 
