@@ -497,7 +497,10 @@ async def test_a_gated_tool_of_a_cut_off_turn_never_runs_on_resume(anyio_backend
         signer = _Signer(SECRET)
         cut = End(reason="length", ok=False)
         pending = signer.pending(ok_pending.nonce, ok_pending.calls, ok_pending.limits, cut)
-        calls = by_id(await runner.resume(pending, [pending.approve("a")]))
+        control = RunControl()
+        edited = pending.approve("a", pay("x", 2))
+        calls = by_id(await runner.resume(pending, [edited], control=control))
+    assert control.notes() == {}  # approved with edits, never ran: no "it ran with" note
     error = calls["a"].error
     assert isinstance(error, NotExecuted)
     assert error.reason == "length"
