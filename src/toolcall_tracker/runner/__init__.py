@@ -62,7 +62,8 @@ from ..calls import ToolCall
 from ..tools import Tool, ToolsInput, tools_by_name
 from ..tracker import ToolCallTracker
 from ._approval import Resumed
-from ._control import RunControl
+from ._control import RunControl, link_of
+from ._guard import StartGuard
 from ._pending import (
     ApprovalDecision,
     FinishedCalls,
@@ -73,7 +74,9 @@ from ._pending import (
     _verify,
     merge_calls,
 )
+from ._policy import DEFAULT_MAX_THREADS, RunPolicy, ToolOptions
 from ._progress import ProgressUpdate
+from ._table import RunnerEvent, RunnerListener, RunnerState
 from ._turn import Turn
 
 if TYPE_CHECKING:
@@ -89,6 +92,10 @@ __all__ = [
     "PendingApprovals",
     "ProgressUpdate",
     "RunControl",
+    "RunnerEvent",
+    "RunnerListener",
+    "RunnerState",
+    "ToolOptions",
     "ToolRunner",
     "merge_calls",
     "run_tools",
@@ -111,7 +118,8 @@ class ToolRunner:
             the safe choice for tools with side effects. ``True``: every tool starts the
             moment its call is ready.
         max_concurrency: at most this many tools run at once per turn (``None``: no limit).
-            Calls over the limit wait for a slot, in the order they became ready.
+            Calls over the limit wait for a slot, in the order they became ready. A tool
+            abandoned on a timeout or cancellation keeps its slot until it really stops.
         call_timeout: seconds each tool may run (``None``: no limit). Does not count the
             wait for the turn's end or for a slot. A tool's own ``timeout`` overrides it.
         timeout: seconds the whole :meth:`run` may spend on tools (``None``: no limit).
@@ -122,6 +130,10 @@ class ToolRunner:
             mistakes but not forgery: set it whenever decisions come from a client.
         finished_calls: the store of calls a :meth:`resume` has acted on, so none runs
             twice (default: an :class:`InMemoryFinishedCalls` of this runner's).
+        max_threads: at most this many sync tools run at once in this runner's threads,
+            abandoned ones included (default 40 on every backend); sync tools over it wait
+            for a slot. anyio's process-wide thread limiter is never used, so the
+            application's own ``to_thread`` calls do not compete with the tools.
         tracer_provider: the OpenTelemetry ``TracerProvider`` for the ``execute_tool``
             spans (one per call whose tool ran). Default: the globally configured one,
             when the ``opentelemetry-api`` package is installed (without it, nothing is
@@ -146,36 +158,42 @@ class ToolRunner:
         finished_calls: FinishedCalls | None = None,
         tracer_provider: TracerProvider | None = None,
         record_content: bool = False,
+        max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
-        if max_concurrency is not None and (
-            isinstance(max_concurrency, bool)
-            or not isinstance(max_concurrency, int)
-            or max_concurrency < 1
-        ):
-            raise ValueError(f"max_concurrency must be a positive int, not {max_concurrency!r}")
-        for label, value in (("call_timeout", call_timeout), ("timeout", timeout)):
-            if value is not None and not value > 0:
-                raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
-        self._tools = tools_by_name(tools)
-        self._eager = eager
-        self._max_concurrency = max_concurrency
-        self._call_timeout = call_timeout
-        self._timeout = timeout
-        self._secret = (
-            approval_secret.encode() if isinstance(approval_secret, str) else approval_secret
+        options = ToolOptions(
+            eager=eager,
+            max_concurrency=max_concurrency,
+            call_timeout=call_timeout,
+            timeout=timeout,
+            max_threads=max_threads,
         )
+        secret = approval_secret.encode() if isinstance(approval_secret, str) else approval_secret
+        self._secret = secret
         self._finished_calls = (
             finished_calls if finished_calls is not None else InMemoryFinishedCalls()
         )
-        self._tracing = _tracing(tracer_provider, record_content)
+        self._policy = RunPolicy(
+            tools_by_name(tools), options, secret, _tracing(tracer_provider, record_content)
+        )
+
+    @property
+    def options(self) -> ToolOptions:
+        """The runner's settings (a frozen value)."""
+        return self._policy.options
 
     @property
     def tools(self) -> dict[str, Tool[..., Any]]:
         """The tools by name (a copy). Pass it to the provider definition helpers."""
-        return dict(self._tools)
+        return dict(self._policy.tools)
 
     async def run(
-        self, tracker: ToolCallTracker, *, control: RunControl | None = None
+        self,
+        tracker: ToolCallTracker,
+        *,
+        control: RunControl | None = None,
+        deadline: float | None = None,
+        listener: RunnerListener | None = None,
+        _guard: StartGuard | None = None,
     ) -> list[ToolCall]:
         """Run every call of ``tracker``'s turn; return when all finished and the turn ended.
 
@@ -189,6 +207,13 @@ class ToolRunner:
             control: the handle through which the application decides approvals, cancels
                 calls and watches progress (one per run). Without one, a call that needs
                 approval is denied (reason ``"no_approver"``).
+            deadline: seconds the whole run may take, the model's stream included
+                (``None``: no limit). When it passes, every call not finished ends
+                ``error`` (``timeout``, scope ``run``; calls still streaming too) and
+                ``run`` returns without waiting for the stream to end. ``timeout``, by
+                contrast, bounds the tools only.
+            listener: told every transition of every call in the runner's table (see
+                :class:`RunnerListener`).
 
         Returns:
             ``tracker.list()``: the snapshots of the calls the tracker retains, in start
@@ -198,7 +223,11 @@ class ToolRunner:
         Raises:
             Whatever cancelled it (after moving the unfinished calls to ``error``).
         """
-        await Turn(self, tracker, control).go()
+        if deadline is not None and not deadline > 0:
+            raise ValueError(f"deadline must be a positive number of seconds, not {deadline!r}")
+        link = link_of(control) if control is not None else None
+        turn = Turn(self._policy, tracker, link, deadline=deadline, listener=listener, guard=_guard)
+        await turn.go()
         return tracker.list()
 
     async def resume(
@@ -241,10 +270,11 @@ class ToolRunner:
             tracker.write_ready(call.call_id)
         tracker.write_end(True)
         rest = [call for call in pending.calls if call.call_id not in decided]
-        turn = Turn(self, tracker, control, Resumed(pending.nonce, decided, already))
+        link = link_of(control) if control is not None else None
+        turn = Turn(self._policy, tracker, link, Resumed(pending.nonce, decided, already))
         await turn.go()
-        if control is not None and rest:
-            control._pending = _pending(self._secret, pending.nonce, rest)
+        if link is not None and rest:
+            link.pending = _pending(self._secret, pending.nonce, rest)
         return tracker.list()
 
     @property
@@ -263,11 +293,17 @@ async def run_tools(
     timeout: float | None = None,
     tracer_provider: TracerProvider | None = None,
     record_content: bool = False,
+    control: RunControl | None = None,
+    approval_secret: bytes | str | None = None,
+    finished_calls: FinishedCalls | None = None,
+    max_threads: int = DEFAULT_MAX_THREADS,
+    deadline: float | None = None,
 ) -> list[ToolCall]:
-    """``await ToolRunner(tools, ...).run(tracker)``: run one turn's calls.
+    """``await ToolRunner(tools, ...).run(tracker, control=..., deadline=...)``: run one
+    turn's calls.
 
-    The arguments are :class:`ToolRunner`'s. Building a runner once and reusing it saves
-    re-building the tools' argument models each turn.
+    The arguments are :class:`ToolRunner`'s and :meth:`ToolRunner.run`'s. Building a
+    runner once and reusing it saves re-building the tools' argument models each turn.
     """
     runner = ToolRunner(
         tools,
@@ -275,10 +311,13 @@ async def run_tools(
         max_concurrency=max_concurrency,
         call_timeout=call_timeout,
         timeout=timeout,
+        approval_secret=approval_secret,
+        finished_calls=finished_calls,
         tracer_provider=tracer_provider,
         record_content=record_content,
+        max_threads=max_threads,
     )
-    return await runner.run(tracker)
+    return await runner.run(tracker, control=control, deadline=deadline)
 
 
 def _tracing(provider: TracerProvider | None, record_content: bool) -> Tracing | None:
