@@ -40,7 +40,7 @@ from toolcall_tracker import (
     merge_calls,
     tool,
 )
-from toolcall_tracker.failures import ApprovalDenied, CallCancelled, ToolRaised
+from toolcall_tracker.failures import ApprovalDenied, CallCancelled, ClaimFailed, ToolRaised
 from toolcall_tracker.runner._pending import _Signer
 
 pytestmark = pytest.mark.anyio
@@ -242,8 +242,8 @@ async def test_a_failed_claim_leaves_the_call_decidable(anyio_backend: str) -> N
         decisions = [pending.approve("a"), pending.approve("b")]
         first = by_id(await runner.resume(pending, decisions))
         error = first["b"].error
-        assert isinstance(error, NotExecuted)
-        assert error.reason == "claim_failed"
+        assert isinstance(error, ClaimFailed)
+        assert error.exception == "ConnectionError"
         assert ledger.ran == [("x", 1)]
         store.fail_claim.clear()
         second = by_id(await runner.resume(pending, decisions))
@@ -592,7 +592,6 @@ async def test_an_edited_call_that_never_ran_gets_no_note(anyio_backend: str) ->
     assert isinstance(calls["a"].error, NotExecuted)
     assert isinstance(calls["b"].error, CallCancelled)
     assert control.notes() == {}
-    assert control.edited == {}
     assert ledger.ran == []
 
     # the same edit on a call that runs (in a resume) is noted

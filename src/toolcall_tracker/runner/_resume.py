@@ -34,13 +34,13 @@ from . import _outcomes as outcomes
 from ._approval import Resumed
 from ._guard import GuardOutcome
 from ._invoke import describe
-from ._pending import ApprovalDecision, PendingApprovals, _Signer, _wire
+from ._pending import ApprovalDecision, PendingApprovals, _wire
 from ._store import CallOutcome, OutcomeStore
 from ._turn import Turn
 
 if TYPE_CHECKING:
-    from . import ToolRunner
-    from ._control import RunControl
+    from ._policy import RunPolicy
+    from ._ports import Link
 
 logger: Final = logging.getLogger("toolcall_tracker.runner")
 
@@ -81,16 +81,16 @@ class StoreGuard:
 
 
 async def resume(
-    runner: ToolRunner,
-    signer: _Signer,
+    policy: RunPolicy,
     store: OutcomeStore,
     pending: PendingApprovals,
     decisions: Iterable[ApprovalDecision],
-    control: RunControl | None,
+    link: Link | None,
     allow_unsigned: bool,
 ) -> tuple[list[ToolCall], PendingApprovals | None]:
     """Resume ``pending`` with ``decisions``; the decided calls (finished) and what stays
     pending (``None`` if nothing does). See the module docstring."""
+    signer = policy.signer
     if signer.key is None and not allow_unsigned:
         raise ApprovalRefused(
             "this runner has no approval_secret, so pending approvals carry plain digests "
@@ -115,7 +115,8 @@ async def resume(
         tracker.write_end(False, "no_end")
     else:
         tracker.write_end(end.ok, end.reason)
-    await Turn(runner, tracker, control, Resumed(pending.nonce, decided, set()), guard).go()
+    resumed = Resumed(pending.nonce, decided, set())
+    await Turn(policy, tracker, link, resumed, guard=guard).go()
     rest = [call for call in pending.calls if call.call_id not in decided]
     left = (
         signer.pending(pending.nonce, rest, pending.limits, pending.end, pending.expires_at)
