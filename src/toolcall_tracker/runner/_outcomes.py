@@ -13,6 +13,7 @@ from ..failures import (
     ApprovalDenied,
     CallCancelled,
     CallTimedOut,
+    ClaimFailed,
     FieldError,
     NotExecuted,
     OutcomeInDoubt,
@@ -97,6 +98,14 @@ def validation_failure(name: str, exc: ValidationError, edited: bool = False) ->
         message=f"invalid {which} for tool {name!r}: {described}",
         tool=name,
         errors=errors,
+    )
+
+
+def claim_failed(call: ToolCall, exc: BaseException, text: str) -> ClaimFailed:
+    return ClaimFailed(
+        message=f"tool {call.name!r} was not run: claiming the call failed ({text})",
+        tool=call.name,
+        exception=type(exc).__name__,
     )
 
 

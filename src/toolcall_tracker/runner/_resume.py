@@ -10,7 +10,9 @@ Theory of operation. A resume gets back a signed :class:`PendingApprovals` and d
    cut off (``length``) ends ``not_executed`` here as it would have in the first run. A
    state whose turn never ended replays as ``End(ok=False, reason="no_end")``.
 3. Denied calls are settled first: each is claimed in the outcome store and its denial
-   recorded (a later resume approving the same call gets the denial back).
+   recorded (a later resume approving the same call gets the denial back). A call an
+   earlier resume claimed ends with what that one recorded; if the claim itself fails,
+   the call ends ``claim_failed`` (not "denied": only the store knows whether it ran).
 4. The approved calls run through the ordinary turn, which asks a :class:`StoreGuard`
    right before each tool starts (``claim``: run it, or finish it with the outcome an
    earlier resume recorded, or ``in_doubt`` if that one never recorded one) and tells it
@@ -135,9 +137,11 @@ async def _settle_denial(
     assert call is not None
     try:
         earlier = await guard.claim(call)
-    except Exception as exc:  # nothing ran: deny it here, record nothing (still decidable)
-        logger.warning("claiming denied call %r failed: %s", call_id, describe(exc))
-        return
+    except Exception as exc:  # nothing ran here, nothing recorded: still decidable
+        text = describe(exc)
+        logger.warning("claiming denied call %r failed: %s", call_id, text)
+        # Not "denied": an earlier resume may have run it, which only the store knows.
+        earlier = GuardOutcome(failure=outcomes.claim_failed(call, exc, text))
     if earlier is None:
         try:
             await guard.record(call, None, outcomes.denied(call, reason))
