@@ -431,8 +431,7 @@ class Turn(ChangeListener):
         if call is None or call.status in _FINISHED:
             return False
         # streaming, or ready and not yet taken up: it ends here and never runs
-        self._write(call_id, outcomes.cancelled(call, False, why, reason), error=True)
-        return True
+        return self.fire(Entry(call), E.CANCEL, outcomes.cancelled(call, False, why, reason))
 
     def awaiting(self) -> list[PendingApproval]:
         return self._desk.awaiting()
