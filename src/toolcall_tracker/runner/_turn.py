@@ -125,9 +125,9 @@ class Turn(ChangeListener):
                 if anyio.current_time() < self._deadline_at:  # the timeout: tools only
                     with anyio.CancelScope(deadline=self._deadline_at):
                         async for call in calls:  # later calls cannot run any more
-                            if tracker.status(call.id) is _RUNNING:
+                            if self.state(call.id) is S.VALIDATING:  # ready, not held
                                 self._write(call.id, self._timed_out(call, False), error=True)
-                self._sweep(lambda call, started: self._timed_out(call, started), streaming=True)
+                self._sweep(E.DEADLINE, self._timed_out, streaming=True)
         except BaseException as exc:
             # Cancelled from outside, or something went badly wrong: nothing stays running.
             reason = (
@@ -135,7 +135,7 @@ class Turn(ChangeListener):
                 if isinstance(exc, anyio.get_cancelled_exc_class())
                 else f"the tool runner stopped: {describe(exc)}"
             )
-            self._sweep(lambda call, started: outcomes.cancelled(call, started, reason))
+            self._sweep(E.CANCEL, lambda call, started: outcomes.cancelled(call, started, reason))
             raise
         finally:
             self._tg = None
@@ -155,17 +155,17 @@ class Turn(ChangeListener):
 
     async def _until_settled(self) -> None:
         """In process: until no call awaits a decision (nor a predicate deciding one)."""
-        while self._undecided():
+        while self._unsettled():
             self._idle = anyio.Event()
             await self._idle.wait()
         self._idle = None
 
-    def _undecided(self) -> bool:
-        deferred = self.link is not None and self.link.defer
-        return bool(
-            self._table.count[S.VALIDATING]
-            or (self._table.count[S.AWAITING_APPROVAL] and not deferred)
-        )
+    def _unsettled(self) -> bool:
+        """Whether a call still waits for something the turn must see through: a predicate,
+        a slot (held elsewhere: another turn's abandoned thread), an in-process decision."""
+        count, deferred = self._table.count, self.link is not None and self.link.defer
+        waiting = count[S.VALIDATING] + count[S.WAITING_SLOT]
+        return bool(waiting or (count[S.AWAITING_APPROVAL] and not deferred))
 
     def _expired(self) -> None:
         """The run's timeout or deadline passed: every waiting call ends (a deferred approval
@@ -194,7 +194,7 @@ class Turn(ChangeListener):
     def _moved(self, item: Entry, before: RunnerState) -> None:
         if before is S.AWAITING_APPROVAL and item.state is not S.AWAITING_APPROVAL:
             self._desk.withdraw(item.call.id)
-        if self._idle is not None and not self._undecided():
+        if self._idle is not None and not self._unsettled():
             self._idle.set()
 
     def state(self, call_id: str) -> RunnerState | None:
@@ -431,8 +431,7 @@ class Turn(ChangeListener):
         if call is None or call.status in _FINISHED:
             return False
         # streaming, or ready and not yet taken up: it ends here and never runs
-        self._write(call_id, outcomes.cancelled(call, False, why, reason), error=True)
-        return True
+        return self.fire(Entry(call), E.CANCEL, outcomes.cancelled(call, False, why, reason))
 
     def awaiting(self) -> list[PendingApproval]:
         return self._desk.awaiting()
@@ -467,13 +466,14 @@ class Turn(ChangeListener):
             return outcomes.timed_out(call, "run", started, self._deadline_seconds)
         return outcomes.timed_out(call, "run", started, self.policy.options.timeout)
 
-    def _sweep(self, failure: Any, *, streaming: bool = False) -> None:
-        """End every call of the turn still ``running`` (``pending`` too if ``streaming``)."""
+    def _sweep(self, event: RunnerEvent, failure: Any, *, streaming: bool = False) -> None:
+        """``event`` to every call held; end every other call of the turn still ``running``
+        (``pending`` too if ``streaming``)."""
         for item in self._table.items():
-            self.fire(item, E.CANCEL, failure(item.call, item.tool_started))
+            self.fire(item, event, failure(item.call, item.tool_started))
         alive = (Status.PENDING, _RUNNING) if streaming else (_RUNNING,)
         for call in self.tracker.list():
-            if call.status in alive:
+            if call.status in alive and self._table.get(call.id) is None:
                 self._write(call.id, failure(call, False), error=True)
 
     def _write(self, call_id: str, value: Any, *, error: bool) -> None:
