@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from ..calls import Status, ToolCall
-from ..errors import ApprovalRefused, CallFailure, TrackerClosed
+from ..calls import ToolCall
+from ..errors import ApprovalRefused, CallFailure
 from ..tracker import ToolCallTracker
 from . import _outcomes as outcomes
 from ._approval import Resumed
@@ -148,11 +148,7 @@ async def _settle_denial(
         except Exception as exc:
             logger.warning("recording the denial of call %r failed: %s", call_id, describe(exc))
         return
-    try:
-        if earlier.failure is not None:
-            tracker.write_error(call_id, earlier.failure)
-        else:
-            tracker.write_result(call_id, earlier.result)
-    except TrackerClosed:  # pragma: no cover (the tracker is ours and open)
-        pass
-    assert tracker.status(call_id) is not Status.RUNNING
+    if earlier.failure is not None:
+        outcomes.write(tracker, call_id, earlier.failure, error=True)
+    else:
+        outcomes.write(tracker, call_id, earlier.result, error=False)
