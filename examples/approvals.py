@@ -54,7 +54,7 @@ def above_100(call: ToolCall) -> bool:
 
 RUNNER = ToolRunner(
     [tool(get_balance, eager=True), tool(transfer, eager=True, needs_approval=above_100)],
-    approval_secret=b"keep me on the server",
+    approval_secret=b"keep me on the server, never in the code",
 )
 
 
@@ -136,7 +136,7 @@ async def across_requests() -> None:
     show(calls)
 
     again = await RUNNER.resume(pending, decided)  # a retried request runs nothing twice
-    print(f"  retried request 2: {[c.error.reason for c in again]}")
+    print(f"  retried request 2 (nothing ran again): {[c.status.value for c in again]}")
 
     print("\n3. the next request's messages (OpenAI Chat): the denial reads as an error")
     messages = openai_chat_messages(calls, include_calls=False, notes=second.notes())

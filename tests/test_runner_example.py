@@ -46,7 +46,7 @@ def test_approvals_example(backend: str, capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     assert "(get_balance is running)" in out  # decided while another tool ran
     assert "c3 transfer     running" in out  # pending at the end of request 1
-    assert "retried request 2: ['already_finished', 'already_finished']" in out
+    assert "retried request 2 (nothing ran again): ['done', 'error']" in out
     messages = json.loads(out[out.index("[\n") :])
     replies = {m["tool_call_id"]: m["content"] for m in messages}
     assert replies["c3"] == "sent 300 to carol"

@@ -139,9 +139,39 @@ async def test_a_failed_tool_sets_error_type_and_the_error_status(anyio_backend:
     assert spans["a"].name == "execute_tool boom"
     assert attributes(spans["a"])["error.type"] == "KeyError"
     assert spans["a"].status.status_code is StatusCode.ERROR
-    assert spans["a"].status.description == "tool 'boom' raised KeyError: 1"
+    assert spans["a"].status.description == "tool_exception: KeyError"  # no content: no text
     assert attributes(spans["b"])["error.type"] == "timeout"
     assert spans["b"].status.status_code is StatusCode.ERROR
+
+
+async def test_without_content_recording_the_status_carries_no_exception_text(
+    anyio_backend: str,
+) -> None:
+    card = "4111 1111 1111 1111"
+
+    async def charge() -> None:
+        raise ValueError(f"card {card} declined")
+
+    for record_content in (False, True):
+        traced = Traced()
+        with anyio.fail_after(DEADLINE):
+            runner = ToolRunner(
+                [charge],
+                eager=True,
+                tracer_provider=traced.provider,
+                record_content=record_content,
+            )
+            await run_turn(runner, from_list(turn(("a", "charge", {}))))
+        (span,) = traced.spans()
+        assert span.status.status_code is StatusCode.ERROR
+        everything = repr(
+            (span.status.description, dict(span.attributes or {}), span.events, span.name)
+        )
+        if record_content:
+            assert card in (span.status.description or "")
+        else:
+            assert span.status.description == "tool_exception: ValueError"
+            assert card not in everything
 
 
 async def test_arguments_and_results_are_recorded_only_when_opted_in(anyio_backend: str) -> None:

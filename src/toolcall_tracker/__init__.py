@@ -18,10 +18,12 @@ The public surface, re-exported here:
   its per-run handle :class:`RunControl` and the :class:`ProgressUpdate` it publishes,
   approvals across requests
   (:class:`PendingApprovals`, :class:`PendingApproval`, :class:`ApprovalDecision`,
-  :class:`FinishedCalls`, :class:`InMemoryFinishedCalls`, :func:`merge_calls`,
+  :class:`OutcomeStore`, :class:`InMemoryOutcomeStore`, :class:`CallOutcome`,
+  :class:`Claim`, :func:`merge_calls`,
   :class:`ApprovalRefused`), and its error values (:class:`ValidationFailed`,
   :class:`UnknownTool`, :class:`ToolRaised`, :class:`CallTimedOut`, :class:`NotExecuted`,
-  :class:`CallCancelled`, :class:`ApprovalDenied`).
+  :class:`CallCancelled`, :class:`ApprovalDenied`, :class:`OutcomeInDoubt`). The old names
+  ``FinishedCalls`` / ``InMemoryFinishedCalls`` still work, with a ``DeprecationWarning``.
 
 Provider-specific pieces live in submodules: :mod:`toolcall_tracker.adapters` (stream
 adapters), :mod:`toolcall_tracker.tools` (tool definitions per provider) and
@@ -59,11 +61,14 @@ if TYPE_CHECKING:
     )
     from .events import Delta, End, Error, Event, EventInput, Ready, Result, Start, parse_event
     from .failures import (
+        ApprovalCheckFailed,
         ApprovalDenied,
         CallCancelled,
         CallTimedOut,
+        ClaimFailed,
         FieldError,
         NotExecuted,
+        OutcomeInDoubt,
         ToolRaised,
         UnknownTool,
         ValidationFailed,
@@ -72,12 +77,18 @@ if TYPE_CHECKING:
     from .machine import IgnoredHook, ToolCallStateMachine, tool_call_streaming_state_machine
     from .runner import (
         ApprovalDecision,
-        FinishedCalls,
-        InMemoryFinishedCalls,
+        CallOutcome,
+        Claim,
+        InMemoryOutcomeStore,
+        OutcomeStore,
         PendingApproval,
         PendingApprovals,
         ProgressUpdate,
         RunControl,
+        RunnerEvent,
+        RunnerListener,
+        RunnerState,
+        ToolOptions,
         ToolRunner,
         merge_calls,
         run_tools,
@@ -97,7 +108,6 @@ _MODULE_OF: dict[str, str] = {
             "ApprovalRefused",
             "ArgumentsTooLarge",
             "CallFailure",
-            "InMemoryFinishedCalls",
             "IncompleteArguments",
             "InvalidArguments",
             "InvalidEvent",
@@ -114,11 +124,14 @@ _MODULE_OF: dict[str, str] = {
     ),
     **dict.fromkeys(
         (
+            "ApprovalCheckFailed",
             "ApprovalDenied",
             "CallCancelled",
             "CallTimedOut",
+            "ClaimFailed",
             "FieldError",
             "NotExecuted",
+            "OutcomeInDoubt",
             "ToolRaised",
             "UnknownTool",
             "ValidationFailed",
@@ -133,12 +146,20 @@ _MODULE_OF: dict[str, str] = {
     **dict.fromkeys(
         (
             "ApprovalDecision",
+            "CallOutcome",
+            "Claim",
             "FinishedCalls",
             "InMemoryFinishedCalls",
+            "InMemoryOutcomeStore",
+            "OutcomeStore",
             "PendingApproval",
             "PendingApprovals",
             "ProgressUpdate",
             "RunControl",
+            "RunnerEvent",
+            "RunnerListener",
+            "RunnerState",
+            "ToolOptions",
             "ToolRunner",
             "merge_calls",
             "run_tools",
@@ -151,17 +172,23 @@ _MODULE_OF: dict[str, str] = {
     "ToolCallTracker": "tracker",
 }
 
+_DEPRECATED = frozenset({"FinishedCalls", "InMemoryFinishedCalls"})
+
 __all__ = [
     "DEFAULT_LIMITS",
+    "ApprovalCheckFailed",
     "ApprovalDecision",
     "ApprovalDenied",
     "ApprovalRefused",
     "ArgumentsTooLarge",
     "CallCancelled",
     "CallFailure",
+    "CallOutcome",
     "CallTimeline",
     "CallTimedOut",
     "ChangeListener",
+    "Claim",
+    "ClaimFailed",
     "Delta",
     "End",
     "Error",
@@ -170,10 +197,9 @@ __all__ = [
     "EventInput",
     "EventSink",
     "FieldError",
-    "FinishedCalls",
     "IgnoreReason",
     "IgnoredHook",
-    "InMemoryFinishedCalls",
+    "InMemoryOutcomeStore",
     "IncompleteArguments",
     "InvalidArguments",
     "InvalidEvent",
@@ -181,12 +207,17 @@ __all__ = [
     "Limits",
     "NeedsApproval",
     "NotExecuted",
+    "OutcomeInDoubt",
+    "OutcomeStore",
     "PendingApproval",
     "PendingApprovals",
     "ProgressUpdate",
     "Ready",
     "Result",
     "RunControl",
+    "RunnerEvent",
+    "RunnerListener",
+    "RunnerState",
     "Start",
     "Status",
     "Tool",
@@ -195,6 +226,7 @@ __all__ = [
     "ToolCallStateMachine",
     "ToolCallTracker",
     "ToolCallTrackerError",
+    "ToolOptions",
     "ToolRaised",
     "ToolRunner",
     "ToolsInput",
@@ -217,7 +249,8 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
+    if name not in _DEPRECATED:  # a deprecated name warns on every use
+        globals()[name] = value
     return value
 
 

@@ -52,7 +52,7 @@ import re
 import sys
 from typing import Any
 
-from pydantic_core import to_json, to_jsonable_python
+from pydantic_core import from_json, to_json, to_jsonable_python
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_DEPTH = 255
@@ -98,11 +98,10 @@ def _jsonable(value: Any) -> Any:
     try:
         data = to_json(value, inf_nan_mode="null", bytes_mode="utf8", fallback=_fallback)
         if b"NaN" not in data and b"Infinity" not in data and not _long_number(data):
-            # Written cleanly, so it holds no surrogate, cycle or bad byte: the same
-            # serialiser's Python form is already the answer.
-            return to_jsonable_python(
-                value, inf_nan_mode="null", bytes_mode="utf8", fallback=_fallback
-            )
+            # Written cleanly, so it holds no surrogate, cycle or bad byte: read the text
+            # back. (Not ``to_jsonable_python``: its Python form keeps a float NaN inside a
+            # pydantic model, which a JSON writer such as botocore's then writes as NaN.)
+            return from_json(data)
     except Exception:
         pass
     try:

@@ -54,26 +54,39 @@ alive). The runner keeps per-call state only until the call finishes.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
+from datetime import timedelta
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
 from ..calls import ToolCall
 from ..tools import Tool, ToolsInput, tools_by_name
 from ..tracker import ToolCallTracker
-from ._approval import Resumed
-from ._control import RunControl
+from ._control import RunControl, link_of
+from ._guard import StartGuard
 from ._pending import (
+    DEFAULT_APPROVAL_TTL,
     ApprovalDecision,
-    FinishedCalls,
-    InMemoryFinishedCalls,
     PendingApproval,
     PendingApprovals,
-    _pending,
-    _verify,
+    _secret_key,
+    _Signer,
     merge_calls,
 )
+from ._policy import DEFAULT_MAX_THREADS, RunPolicy, ToolOptions
 from ._progress import ProgressUpdate
+from ._resume import resume as _resume
+from ._store import (
+    DEPRECATED,
+    CallOutcome,
+    Claim,
+    InMemoryOutcomeStore,
+    OutcomeStore,
+    _as_store,
+    _deprecated,
+)
+from ._table import RunnerEvent, RunnerListener, RunnerState
 from ._turn import Turn
 
 if TYPE_CHECKING:
@@ -83,12 +96,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApprovalDecision",
-    "FinishedCalls",
-    "InMemoryFinishedCalls",
+    "CallOutcome",
+    "Claim",
+    "InMemoryOutcomeStore",
+    "OutcomeStore",
     "PendingApproval",
     "PendingApprovals",
     "ProgressUpdate",
     "RunControl",
+    "RunnerEvent",
+    "RunnerListener",
+    "RunnerState",
+    "ToolOptions",
     "ToolRunner",
     "merge_calls",
     "run_tools",
@@ -111,17 +130,27 @@ class ToolRunner:
             the safe choice for tools with side effects. ``True``: every tool starts the
             moment its call is ready.
         max_concurrency: at most this many tools run at once per turn (``None``: no limit).
-            Calls over the limit wait for a slot, in the order they became ready.
+            Calls over the limit wait for a slot, in the order they became ready. A tool
+            abandoned on a timeout or cancellation keeps its slot until it really stops.
         call_timeout: seconds each tool may run (``None``: no limit). Does not count the
             wait for the turn's end or for a slot. A tool's own ``timeout`` overrides it.
         timeout: seconds the whole :meth:`run` may spend on tools (``None``: no limit).
             An in-process wait for approval counts: a call still undecided when it
             expires is denied with reason ``"timeout"``.
         approval_secret: the key that signs pending approvals and binds decisions to
-            their calls (HMAC-SHA256). Without it they carry plain digests, which catch
-            mistakes but not forgery: set it whenever decisions come from a client.
-        finished_calls: the store of calls a :meth:`resume` has acted on, so none runs
-            twice (default: an :class:`InMemoryFinishedCalls` of this runner's).
+            their calls (HMAC-SHA256), at least 16 bytes. Without it they carry plain
+            digests, which catch mistakes but not forgery, and :meth:`resume` refuses
+            them unless told ``allow_unsigned=True``.
+        approval_ttl: how long a pending state stays resumable (default 24 hours).
+        outcome_store: where :meth:`resume` claims each call before running it and
+            records its outcome, so none runs twice (an :class:`OutcomeStore`; default:
+            an :class:`InMemoryOutcomeStore` of this runner's).
+        finished_calls: deprecated name of ``outcome_store`` (an old ``FinishedCalls``
+            store still works, wrapped).
+        max_threads: at most this many sync tools run at once in this runner's threads,
+            abandoned ones included (default 40 on every backend); sync tools over it wait
+            for a slot. anyio's process-wide thread limiter is never used, so the
+            application's own ``to_thread`` calls do not compete with the tools.
         tracer_provider: the OpenTelemetry ``TracerProvider`` for the ``execute_tool``
             spans (one per call whose tool ran). Default: the globally configured one,
             when the ``opentelemetry-api`` package is installed (without it, nothing is
@@ -131,7 +160,8 @@ class ToolRunner:
             default: they may hold personal or secret data.
 
     Raises:
-        ValueError: a limit is not positive, or two tools share a name.
+        ValueError: a limit is not positive, two tools share a name, or the approval
+            secret is empty or shorter than 16 bytes.
     """
 
     def __init__(
@@ -143,39 +173,57 @@ class ToolRunner:
         call_timeout: float | None = None,
         timeout: float | None = None,
         approval_secret: bytes | str | None = None,
-        finished_calls: FinishedCalls | None = None,
+        approval_ttl: timedelta | float = DEFAULT_APPROVAL_TTL,
+        outcome_store: OutcomeStore | None = None,
+        finished_calls: Any = None,
         tracer_provider: TracerProvider | None = None,
         record_content: bool = False,
+        max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
-        if max_concurrency is not None and (
-            isinstance(max_concurrency, bool)
-            or not isinstance(max_concurrency, int)
-            or max_concurrency < 1
-        ):
-            raise ValueError(f"max_concurrency must be a positive int, not {max_concurrency!r}")
-        for label, value in (("call_timeout", call_timeout), ("timeout", timeout)):
-            if value is not None and not value > 0:
-                raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
-        self._tools = tools_by_name(tools)
-        self._eager = eager
-        self._max_concurrency = max_concurrency
-        self._call_timeout = call_timeout
-        self._timeout = timeout
-        self._secret = (
-            approval_secret.encode() if isinstance(approval_secret, str) else approval_secret
+        options = ToolOptions(
+            eager=eager,
+            max_concurrency=max_concurrency,
+            call_timeout=call_timeout,
+            timeout=timeout,
+            max_threads=max_threads,
         )
-        self._finished_calls = (
-            finished_calls if finished_calls is not None else InMemoryFinishedCalls()
+        secret = _secret_key(approval_secret)
+        ttl = (
+            approval_ttl if isinstance(approval_ttl, timedelta) else timedelta(seconds=approval_ttl)
         )
-        self._tracing = _tracing(tracer_provider, record_content)
+        if not ttl.total_seconds() > 0:
+            raise ValueError(f"approval_ttl must be positive, not {approval_ttl!r}")
+        signer = _Signer(secret, ttl)
+        if isinstance(finished_calls, OutcomeStore):  # (an old store warns in _as_store)
+            warnings.warn(
+                "ToolRunner(finished_calls=...) is deprecated: pass outcome_store=...",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        store = outcome_store if outcome_store is not None else finished_calls
+        self._store = _as_store(store) if store is not None else InMemoryOutcomeStore()
+        self._policy = RunPolicy(
+            tools_by_name(tools), options, signer, _tracing(tracer_provider, record_content)
+        )
+
+    @property
+    def options(self) -> ToolOptions:
+        """The runner's settings (a frozen value)."""
+        return self._policy.options
 
     @property
     def tools(self) -> dict[str, Tool[..., Any]]:
         """The tools by name (a copy). Pass it to the provider definition helpers."""
-        return dict(self._tools)
+        return dict(self._policy.tools)
 
     async def run(
-        self, tracker: ToolCallTracker, *, control: RunControl | None = None
+        self,
+        tracker: ToolCallTracker,
+        *,
+        control: RunControl | None = None,
+        deadline: float | None = None,
+        listener: RunnerListener | None = None,
+        _guard: StartGuard | None = None,
     ) -> list[ToolCall]:
         """Run every call of ``tracker``'s turn; return when all finished and the turn ended.
 
@@ -189,6 +237,13 @@ class ToolRunner:
             control: the handle through which the application decides approvals, cancels
                 calls and watches progress (one per run). Without one, a call that needs
                 approval is denied (reason ``"no_approver"``).
+            deadline: seconds the whole run may take, the model's stream included
+                (``None``: no limit). When it passes, every call not finished ends
+                ``error`` (``timeout``, scope ``run``; calls still streaming too) and
+                ``run`` returns without waiting for the stream to end. ``timeout``, by
+                contrast, bounds the tools only.
+            listener: told every transition of every call in the runner's table (see
+                :class:`RunnerListener`).
 
         Returns:
             ``tracker.list()``: the snapshots of the calls the tracker retains, in start
@@ -198,7 +253,11 @@ class ToolRunner:
         Raises:
             Whatever cancelled it (after moving the unfinished calls to ``error``).
         """
-        await Turn(self, tracker, control).go()
+        if deadline is not None and not deadline > 0:
+            raise ValueError(f"deadline must be a positive number of seconds, not {deadline!r}")
+        link = link_of(control) if control is not None else None
+        turn = Turn(self._policy, tracker, link, deadline=deadline, listener=listener, guard=_guard)
+        await turn.go()
         return tracker.list()
 
     async def resume(
@@ -207,50 +266,60 @@ class ToolRunner:
         decisions: Iterable[ApprovalDecision],
         *,
         control: RunControl | None = None,
+        allow_unsigned: bool = False,
     ) -> list[ToolCall]:
         """Resume a turn's pending approvals with decisions (typically in a later request).
 
-        Verifies ``pending`` and every decision first (signature, and each decision's
-        binding to its call's id, exact arguments and turn), then, for the decided calls
-        only, in the order they asked: records each in :attr:`finished_calls` (a call
-        recorded before, by an earlier resume, ends ``error`` with ``not_executed``
-        reason ``already_finished`` and is not run again), runs the approved ones (with
-        edited arguments if given, validated again) and fails the denied ones with
-        ``ApprovalDenied``. The runner's limits apply as in :meth:`run`.
+        Verifies ``pending`` and every decision first (signature, expiry, and each
+        decision's binding to its call's id, exact arguments and turn), then replays the
+        decided calls under the turn's own ``Limits`` and with the turn's real ``End`` (a
+        gated tool of a turn that was cut off never runs). Each approved call is claimed
+        in :attr:`outcome_store` right before its tool starts (a call an earlier resume
+        claimed ends with the outcome recorded then, or ``in_doubt`` if none was: it is
+        never run twice) and its outcome recorded after; denied calls end
+        ``ApprovalDenied`` (recorded too). Approved calls run with edited arguments if
+        given (validated again). The runner's other limits apply as in :meth:`run`.
 
         Calls without a decision are left out and stay pending: ``control.pending`` holds
-        them (re-signed, same turn), and ``pending`` itself stays valid for them.
+        them (re-signed, same turn and expiry), and ``pending`` itself stays valid for them.
+
+        Args:
+            pending: the state ``run`` left (``control.pending``), back from the client.
+            decisions: the decisions, each bound to its call by its token.
+            control: the handle for this resume (cancel, progress, what stays pending).
+            allow_unsigned: accept a state signed without a secret (plain digests anybody
+                can compute). Only for states that never left your server.
 
         Returns:
             The decided calls, finished (a fresh tracker's ``list()``); combine them with
             the first run's calls with :func:`merge_calls` to feed the turn back.
 
         Raises:
-            ApprovalRefused: ``pending`` or a decision does not verify; nothing ran.
+            ApprovalRefused: ``pending`` or a decision does not verify, it expired, or it
+                is unsigned (without ``allow_unsigned``); nothing ran.
         """
-        decided = _verify(self._secret, pending, decisions)
-        already: set[str] = set()
-        chosen = [call for call in pending.calls if call.call_id in decided]
-        for call in chosen:
-            if not await self._finished_calls.add(f"{pending.nonce}:{call.call_id}"):
-                already.add(call.call_id)
-        tracker = ToolCallTracker()
-        for call in chosen:
-            tracker.write_start(call.call_id, call.tool)
-            tracker.write_delta(call.call_id, call.args_text)
-            tracker.write_ready(call.call_id)
-        tracker.write_end(True)
-        rest = [call for call in pending.calls if call.call_id not in decided]
-        turn = Turn(self, tracker, control, Resumed(pending.nonce, decided, already))
-        await turn.go()
-        if control is not None and rest:
-            control._pending = _pending(self._secret, pending.nonce, rest)
-        return tracker.list()
+        link = link_of(control) if control is not None else None
+        calls, left = await _resume(
+            self._policy, self._store, pending, decisions, link, allow_unsigned
+        )
+        if link is not None and left is not None:
+            link.pending = left
+        return calls
 
     @property
-    def finished_calls(self) -> FinishedCalls:
-        """The store of calls a :meth:`resume` has acted on (see :class:`FinishedCalls`)."""
-        return self._finished_calls
+    def outcome_store(self) -> OutcomeStore:
+        """The store :meth:`resume` claims calls in (see :class:`OutcomeStore`)."""
+        return self._store
+
+    @property
+    def finished_calls(self) -> OutcomeStore:
+        """Deprecated name of :attr:`outcome_store`."""
+        warnings.warn(
+            "ToolRunner.finished_calls is deprecated: use outcome_store",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._store
 
 
 async def run_tools(
@@ -263,11 +332,18 @@ async def run_tools(
     timeout: float | None = None,
     tracer_provider: TracerProvider | None = None,
     record_content: bool = False,
+    control: RunControl | None = None,
+    approval_secret: bytes | str | None = None,
+    outcome_store: OutcomeStore | None = None,
+    finished_calls: Any = None,
+    max_threads: int = DEFAULT_MAX_THREADS,
+    deadline: float | None = None,
 ) -> list[ToolCall]:
-    """``await ToolRunner(tools, ...).run(tracker)``: run one turn's calls.
+    """``await ToolRunner(tools, ...).run(tracker, control=..., deadline=...)``: run one
+    turn's calls.
 
-    The arguments are :class:`ToolRunner`'s. Building a runner once and reusing it saves
-    re-building the tools' argument models each turn.
+    The arguments are :class:`ToolRunner`'s and :meth:`ToolRunner.run`'s. Building a
+    runner once and reusing it saves re-building the tools' argument models each turn.
     """
     runner = ToolRunner(
         tools,
@@ -275,10 +351,20 @@ async def run_tools(
         max_concurrency=max_concurrency,
         call_timeout=call_timeout,
         timeout=timeout,
+        approval_secret=approval_secret,
+        outcome_store=outcome_store,
+        finished_calls=finished_calls,
         tracer_provider=tracer_provider,
         record_content=record_content,
+        max_threads=max_threads,
     )
-    return await runner.run(tracker)
+    return await runner.run(tracker, control=control, deadline=deadline)
+
+
+def __getattr__(name: str) -> Any:
+    if name in DEPRECATED:
+        return _deprecated(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _tracing(provider: TracerProvider | None, record_content: bool) -> Tracing | None:

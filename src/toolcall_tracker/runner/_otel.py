@@ -8,8 +8,10 @@ One span per executed call, following the GenAI semantic conventions: ``execute_
 {tool}``, started when the tool starts and ended when the call's outcome is applied, with
 ``gen_ai.operation.name``, ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
 ``gen_ai.tool.type``, ``error.type`` (and an error status) on failure and, only when opted
-in, ``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result``. The tool runs with its
-span as the current span, so spans it makes itself are its children.
+in, ``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result``. The error status's
+description is the failure's message only when content is recorded; otherwise just its
+kind (``tool_exception: KeyError``, ``timeout``): an exception's text may hold secrets.
+The tool runs with its span as the current span, so spans it makes itself are its children.
 
 Times: the tracker's timeline is ``time.monotonic()``; span and event times are epoch
 nanoseconds. :class:`TurnSpans` maps one to the other with one offset taken when the turn
@@ -282,7 +284,7 @@ class TurnSpans(ChangeListener):
         call = self._tracker.get(call_id)
         if call is not None and call.status is Status.ERROR:
             span.set_attribute(ERROR_TYPE, error_type(call.error))
-            span.set_status(StatusCode.ERROR, _error_message(call.error))
+            span.set_status(StatusCode.ERROR, _status_text(call.error, self._content))
         elif call is not None and self._content:
             span.set_attribute(RESULT, _json_text(call.result))
         span.end(end_time=self.epoch_ns(finished))
@@ -332,10 +334,17 @@ def error_type(error: object) -> str:
     return "_OTHER"
 
 
-def _error_message(error: object) -> str:
-    if isinstance(error, CallFailure):
-        return _plain_text(error.message)
-    return _plain_text(bounded_repr(error))
+def _status_text(error: object, content: bool) -> str:
+    """A failed span's status description. With content recording on: the failure's
+    message. Off: only its kind (and the exception's class name), since a message quotes
+    what the tool raised, which may hold personal or secret data."""
+    if content:
+        if isinstance(error, CallFailure):
+            return _plain_text(error.message)
+        return _plain_text(bounded_repr(error))
+    if isinstance(error, ToolRaised):
+        return f"tool_exception: {_plain_text(error.exception)}"
+    return error_type(error)
 
 
 def _event_field(event: object, field: str) -> str | None:

@@ -1,18 +1,25 @@
-"""The failure values a turn writes, with their messages (private)."""
+"""The failure values a turn writes, with their messages, and the one way it writes an
+outcome (private)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import ValidationError
 
 from ..calls import ToolCall
+from ..errors import TrackerClosed
 from ..failures import (
     ApprovalDenied,
     CallCancelled,
     CallTimedOut,
+    ClaimFailed,
     FieldError,
     NotExecuted,
+    OutcomeInDoubt,
     ValidationFailed,
 )
+from ..tracker import ToolCallTracker
 
 
 def timed_out(call: ToolCall, scope: str, started: bool, seconds: float | None) -> CallTimedOut:
@@ -40,6 +47,10 @@ def cancelled(
         tool_started=started,
         reason=given,
     )
+
+
+def closed(call: ToolCall, started: bool) -> CallCancelled:
+    return cancelled(call, started, "the tracker was closed", "tracker_closed")
 
 
 def denied(call: ToolCall, reason: str, seconds: float | None = None) -> ApprovalDenied:
@@ -88,3 +99,35 @@ def validation_failure(name: str, exc: ValidationError, edited: bool = False) ->
         tool=name,
         errors=errors,
     )
+
+
+def claim_failed(call: ToolCall, exc: BaseException, text: str) -> ClaimFailed:
+    return ClaimFailed(
+        message=f"tool {call.name!r} was not run: claiming the call failed ({text})",
+        tool=call.name,
+        exception=type(exc).__name__,
+    )
+
+
+def in_doubt(call: ToolCall) -> OutcomeInDoubt:
+    return OutcomeInDoubt(
+        message=f"tool {call.name!r} was not run again: an earlier resume claimed this call "
+        "and its outcome was never recorded (it may be running, or have run, elsewhere)",
+        tool=call.name,
+    )
+
+
+def write(tracker: ToolCallTracker, call_id: str, value: Any, *, error: bool) -> None:
+    """Write a call's outcome. A closed tracker takes no more events, but a call must not
+    stay ``running``: its outcome then goes to the tracker's own machine."""
+    try:
+        if error:
+            tracker.write_error(call_id, value)
+        else:
+            tracker.write_result(call_id, value)
+    except TrackerClosed:
+        machine = tracker.machine
+        if error:
+            machine.write_error(call_id, value)
+        else:
+            machine.write_result(call_id, value)

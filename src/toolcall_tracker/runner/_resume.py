@@ -1,0 +1,154 @@
+"""``ToolRunner.resume``: replay a turn's decided calls, truthfully (private).
+
+Theory of operation. A resume gets back a signed :class:`PendingApprovals` and decisions.
+
+1. It verifies them (``_Signer.verify``): signature, expiry, every decision's binding. An
+   unsigned state (a runner without ``approval_secret``) is refused unless the caller says
+   ``allow_unsigned=True``. Nothing runs before this passed.
+2. It rebuilds the decided calls in a fresh tracker under the turn's own ``Limits`` and
+   ends it with the turn's real ``End`` (from the state): a gated tool of a turn that was
+   cut off (``length``) ends ``not_executed`` here as it would have in the first run. A
+   state whose turn never ended replays as ``End(ok=False, reason="no_end")``.
+3. Denied calls are settled first: each is claimed in the outcome store and its denial
+   recorded (a later resume approving the same call gets the denial back). A call an
+   earlier resume claimed ends with what that one recorded; if the claim itself fails,
+   the call ends ``claim_failed`` (not "denied": only the store knows whether it ran).
+4. The approved calls run through the ordinary turn, which asks a :class:`StoreGuard`
+   right before each tool starts (``claim``: run it, or finish it with the outcome an
+   earlier resume recorded, or ``in_doubt`` if that one never recorded one) and tells it
+   the outcome after the tool really finished (``record``). A call that fails before its
+   tool would start (invalid edited arguments, cut-off turn, cancelled) is never claimed,
+   so it stays decidable.
+5. The undecided calls stay pending: re-signed with the same expiry, limits and end.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final
+
+from ..calls import ToolCall
+from ..errors import ApprovalRefused, CallFailure
+from ..tracker import ToolCallTracker
+from . import _outcomes as outcomes
+from ._approval import Resumed
+from ._guard import GuardOutcome
+from ._invoke import describe
+from ._pending import ApprovalDecision, PendingApprovals, _wire
+from ._store import CallOutcome, OutcomeStore
+from ._turn import Turn
+
+if TYPE_CHECKING:
+    from ._policy import RunPolicy
+    from ._ports import Link
+
+logger: Final = logging.getLogger("toolcall_tracker.runner")
+
+
+class StoreGuard:
+    """The runner's start guard over an :class:`OutcomeStore`, for one resumed turn.
+
+    Keys are ``"<nonce>:<call id>"`` (the id in its wire form, so every key is valid
+    UTF-8), kept until the state's expiry.
+    """
+
+    __slots__ = ("_expires_at", "_nonce", "_store")
+
+    def __init__(self, store: OutcomeStore, nonce: str, expires_at: datetime) -> None:
+        self._store = store
+        self._nonce = nonce
+        self._expires_at = expires_at
+
+    def key(self, call_id: str) -> str:
+        """The store key of call ``call_id`` of this turn."""
+        return f"{self._nonce}:{_wire(call_id)}"
+
+    async def claim(self, call: ToolCall) -> GuardOutcome | None:
+        """``None`` if this resume won the call; else the outcome to finish it with."""
+        claim = await self._store.claim(self.key(call.id), expires_at=self._expires_at)
+        if claim.won:
+            return None
+        if claim.outcome is None:
+            return GuardOutcome(failure=outcomes.in_doubt(call))
+        failure = claim.outcome.call_failure()
+        if failure is not None:
+            return GuardOutcome(failure=failure)
+        return GuardOutcome(result=claim.outcome.result)
+
+    async def record(self, call: ToolCall, result: Any, failure: CallFailure | None) -> None:
+        """Record how the claimed ``call`` ended."""
+        await self._store.record(self.key(call.id), CallOutcome.of(result, failure))
+
+
+async def resume(
+    policy: RunPolicy,
+    store: OutcomeStore,
+    pending: PendingApprovals,
+    decisions: Iterable[ApprovalDecision],
+    link: Link | None,
+    allow_unsigned: bool,
+) -> tuple[list[ToolCall], PendingApprovals | None]:
+    """Resume ``pending`` with ``decisions``; the decided calls (finished) and what stays
+    pending (``None`` if nothing does). See the module docstring."""
+    signer = policy.signer
+    if signer.key is None and not allow_unsigned:
+        raise ApprovalRefused(
+            "this runner has no approval_secret, so pending approvals carry plain digests "
+            "that anybody can forge: set ToolRunner(approval_secret=...) (at least 16 "
+            "bytes), or pass resume(..., allow_unsigned=True) if the state never left your "
+            "server; nothing was run"
+        )
+    decided = signer.verify(pending, decisions)
+    chosen = [call for call in pending.calls if call.call_id in decided]
+    tracker = ToolCallTracker(limits=pending.limits)
+    for call in chosen:
+        tracker.write_start(call.call_id, call.tool)
+        tracker.write_delta(call.call_id, call.args_text)
+        tracker.write_ready(call.call_id)
+    guard = StoreGuard(store, pending.nonce, pending.expires_at)
+    for call in chosen:
+        decision = decided[call.call_id]
+        if not decision.approved:
+            await _settle_denial(tracker, guard, call.call_id, decision.reason or "denied")
+    end = pending.end
+    if end is None:
+        tracker.write_end(False, "no_end")
+    else:
+        tracker.write_end(end.ok, end.reason)
+    resumed = Resumed(pending.nonce, decided, set())
+    await Turn(policy, tracker, link, resumed, guard=guard).go()
+    rest = [call for call in pending.calls if call.call_id not in decided]
+    left = (
+        signer.pending(pending.nonce, rest, pending.limits, pending.end, pending.expires_at)
+        if rest
+        else None
+    )
+    return tracker.list(), left
+
+
+async def _settle_denial(
+    tracker: ToolCallTracker, guard: StoreGuard, call_id: str, reason: str
+) -> None:
+    """Claim a denied call and record its denial; if an earlier resume decided it, finish
+    it here as that one did (the turn then leaves it as it is)."""
+    call = tracker.get(call_id)
+    assert call is not None
+    try:
+        earlier = await guard.claim(call)
+    except Exception as exc:  # nothing ran here, nothing recorded: still decidable
+        text = describe(exc)
+        logger.warning("claiming denied call %r failed: %s", call_id, text)
+        # Not "denied": an earlier resume may have run it, which only the store knows.
+        earlier = GuardOutcome(failure=outcomes.claim_failed(call, exc, text))
+    if earlier is None:
+        try:
+            await guard.record(call, None, outcomes.denied(call, reason))
+        except Exception as exc:
+            logger.warning("recording the denial of call %r failed: %s", call_id, describe(exc))
+        return
+    if earlier.failure is not None:
+        outcomes.write(tracker, call_id, earlier.failure, error=True)
+    else:
+        outcomes.write(tracker, call_id, earlier.result, error=False)

@@ -1,0 +1,302 @@
+"""The outcome store: which calls of a resumed turn were claimed, and how they ended.
+
+Resuming across requests must never run a call twice, even when a client retries a resume
+or two servers receive the same decisions. That needs state on the server side, shared by
+whoever may resume the turn: an :class:`OutcomeStore`. Its protocol is three operations on
+a key (``"<nonce>:<call id>"``, ASCII-safe, one per call of a turn):
+
+- ``claim(key, expires_at=...)``: atomically take the key. The :class:`Claim` says whether
+  this caller won it (then, and only then, it may run the tool) and, if somebody else holds
+  it, the outcome recorded for it so far (``None``: claimed, no outcome yet). For a
+  database: an insert that fails on a duplicate key, then a read.
+- ``record(key, outcome)``: store the :class:`CallOutcome` of a claimed key, after the tool
+  really finished (or after a denial).
+- ``get(key)``: the recorded outcome, or ``None``.
+
+What the runner does with each answer (see ``ToolRunner.resume``):
+
+==========================================  =============================================
+the store says                              the call
+==========================================  =============================================
+claim won                                   runs; its outcome is recorded afterwards
+claim lost, outcome recorded                ends with the recorded outcome (not run again)
+claim lost, no outcome                      ends ``in_doubt`` (not run: it may be running,
+                                            or have run, elsewhere)
+``claim`` raised                            ends ``claim_failed`` (``ClaimFailed``):
+                                            nothing ran, a later resume may run it
+``record`` raised after the tool ran        keeps its real outcome here; later claims find
+                                            no outcome, so it is ``in_doubt``, never re-run
+==========================================  =============================================
+
+A key is kept until ``expires_at``, the expiry of the signed pending state it belongs to:
+after that no resume of the turn verifies any more, so the key can never be claimed again
+and may be forgotten. Stores evict by that expiry, never by count (evicting a live key by
+count would let a retried resume run its call twice).
+
+Outcomes are plain JSON (``CallOutcome.model_dump(mode="json")``), so any store can keep
+them as text. The protocol leaves room for leases: a store may later add an owner and a
+lease deadline to :class:`Claim` (fields with defaults) without changing these calls.
+"""
+
+from __future__ import annotations
+
+import heapq
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from .. import failures as _failures  # noqa: F401 (registers the failure classes)
+from .._jsonout import _jsonable
+from ..errors import CallFailure
+
+__all__ = [
+    "CallOutcome",
+    "Claim",
+    "InMemoryOutcomeStore",
+    "OutcomeStore",
+]
+
+
+class CallOutcome(BaseModel):
+    """How a claimed call ended, as plain JSON a store can keep.
+
+    Attributes:
+        kind: ``"result"`` (the tool returned ``result``) or ``"failure"`` (the call ended
+            ``error`` with ``failure``).
+        result: the tool's result as plain JSON data (the one output rule of the library:
+            NaN becomes ``null``, lone surrogates U+FFFD, objects their JSON form).
+        failure: the failure's JSON form (``CallFailure.model_dump(mode="json")``, with its
+            own ``kind``, ``message`` and fields).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["result", "failure"]
+    result: Any = None
+    failure: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, result: Any, failure: CallFailure | None) -> CallOutcome:
+        """The outcome of a call that ended with ``result``, or with ``failure``."""
+        if failure is not None:
+            return cls(kind="failure", failure=_jsonable(failure))
+        return cls(kind="result", result=_jsonable(result))
+
+    def call_failure(self) -> CallFailure | None:
+        """The failure as its :mod:`~toolcall_tracker.failures` class (``None`` for a
+        result); a kind this version does not know comes back as a plain
+        :class:`~toolcall_tracker.errors.CallFailure` with its kind and message."""
+        if self.kind != "failure":
+            return None
+        data = dict(self.failure or {})
+        kind = str(data.get("kind", "unknown"))
+        known = _failure_classes().get(kind)
+        if known is not None:
+            try:
+                return known.model_validate(data)
+            except ValueError:
+                pass
+        return CallFailure(kind=kind, message=str(data.get("message", "")))
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The answer to :meth:`OutcomeStore.claim`.
+
+    Attributes:
+        won: ``True``: the caller holds the key now and may run the call. ``False``:
+            somebody claimed it before.
+        outcome: when not won, the outcome recorded so far (``None``: none yet).
+    """
+
+    won: bool
+    outcome: CallOutcome | None = None
+
+
+@runtime_checkable
+class OutcomeStore(Protocol):
+    """Where a resume claims each call before running it and records how it ended.
+
+    Implement it over a database shared by the servers that may resume a turn (the
+    in-memory default is per process). See the module documentation for the contract.
+    """
+
+    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
+        """Atomically take ``key`` (kept until ``expires_at``, UTC), or report who has it."""
+        ...
+
+    async def record(self, key: str, outcome: CallOutcome) -> None:
+        """Store the outcome of the claimed ``key``."""
+        ...
+
+    async def get(self, key: str) -> CallOutcome | None:
+        """The outcome recorded for ``key``, or ``None`` (unclaimed, or no outcome yet)."""
+        ...
+
+
+_NO_OUTCOME: Any = object()
+_DAY = timedelta(days=1)
+
+
+class InMemoryOutcomeStore:
+    """The default :class:`OutcomeStore`: a dict in this process (lost on restart).
+
+    Keys are forgotten when they expire (the pending state they belong to can no longer be
+    resumed then), never because there are many: memory grows with the calls resumed within
+    one expiry period (24 hours by default).
+
+    Args:
+        clock: the current time (UTC, aware); for tests.
+    """
+
+    def __init__(self, clock: Callable[[], datetime] | None = None) -> None:
+        self._clock = clock or _utcnow
+        self._entries: dict[str, tuple[datetime, Any]] = {}
+        self._expiries: list[tuple[datetime, str]] = []  # a heap, stale entries skipped
+
+    def __len__(self) -> int:
+        """The number of keys held (expired ones are dropped on the next operation)."""
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
+        """Take ``key`` until ``expires_at``, or report the outcome recorded so far."""
+        self._evict()
+        entry = self._entries.get(key)
+        if entry is not None:
+            outcome = entry[1]
+            return Claim(won=False, outcome=None if outcome is _NO_OUTCOME else outcome)
+        self._entries[key] = (expires_at, _NO_OUTCOME)
+        heapq.heappush(self._expiries, (expires_at, key))
+        return Claim(won=True)
+
+    async def record(self, key: str, outcome: CallOutcome) -> None:
+        """Store the outcome of ``key`` (a key never claimed, or expired, is kept a day)."""
+        entry = self._entries.get(key)
+        if entry is None:  # not claimed here (or expired meanwhile): keep it a while
+            expires_at = self._clock() + _DAY
+            heapq.heappush(self._expiries, (expires_at, key))
+        else:
+            expires_at = entry[0]
+        self._entries[key] = (expires_at, outcome)
+
+    async def get(self, key: str) -> CallOutcome | None:
+        """The outcome recorded for ``key``, or ``None``."""
+        self._evict()
+        entry = self._entries.get(key)
+        if entry is None or entry[1] is _NO_OUTCOME:
+            return None
+        outcome: CallOutcome = entry[1]
+        return outcome
+
+    def _evict(self) -> None:
+        now, heap, entries = self._clock(), self._expiries, self._entries
+        while heap and heap[0][0] <= now:
+            expires_at, key = heapq.heappop(heap)
+            entry = entries.get(key)
+            if entry is not None and entry[0] == expires_at:
+                del entries[key]
+
+
+# -- the old names (deprecated) ------------------------------------------------------------
+
+
+@runtime_checkable
+class _OldFinishedCalls(Protocol):
+    async def add(self, key: str) -> bool: ...
+
+
+class _LegacyStore:
+    """An old ``FinishedCalls`` (an async test-and-set ``add``) seen as an OutcomeStore:
+    it records no outcomes, so a key it already has is "in doubt" (never run again)."""
+
+    def __init__(self, old: _OldFinishedCalls) -> None:
+        self._old = old
+
+    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
+        return Claim(won=await self._old.add(key))
+
+    async def record(self, key: str, outcome: CallOutcome) -> None:
+        return None
+
+    async def get(self, key: str) -> CallOutcome | None:
+        return None
+
+
+def _as_store(store: object) -> OutcomeStore:
+    """``store`` as an :class:`OutcomeStore` (an old ``FinishedCalls`` is wrapped)."""
+    if isinstance(store, OutcomeStore):
+        return store
+    if isinstance(store, _OldFinishedCalls):
+        warnings.warn(
+            "a FinishedCalls store (add(key) -> bool) is deprecated: implement OutcomeStore "
+            "(claim / record / get) so a retried resume gets the call's real outcome",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return _LegacyStore(store)
+    raise TypeError(
+        f"an outcome store needs async claim / record / get methods (OutcomeStore); got "
+        f"{type(store).__name__}: use InMemoryOutcomeStore(), or implement OutcomeStore"
+    )
+
+
+class _InMemoryFinishedCalls(InMemoryOutcomeStore):
+    """Deprecated: :class:`InMemoryOutcomeStore` (which also still offers ``add``)."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        warnings.warn(
+            "InMemoryFinishedCalls is deprecated: use InMemoryOutcomeStore (it evicts by "
+            "expiry, so its limit argument is ignored)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        super().__init__()
+
+    async def add(self, key: str) -> bool:
+        """The old test-and-set: claim ``key`` for a day; ``False`` if it was claimed."""
+        return (await self.claim(key, expires_at=self._clock() + _DAY)).won
+
+
+def _deprecated(name: str) -> Any:
+    """The object behind a deprecated name of this module, with its warning."""
+    if name == "FinishedCalls":
+        warnings.warn(
+            "FinishedCalls is deprecated: use OutcomeStore (claim / record / get)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return _OldFinishedCalls
+    if name == "InMemoryFinishedCalls":
+        warnings.warn(
+            "InMemoryFinishedCalls is deprecated: use InMemoryOutcomeStore",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return _InMemoryFinishedCalls
+    raise AttributeError(name)
+
+
+DEPRECATED: frozenset[str] = frozenset({"FinishedCalls", "InMemoryFinishedCalls"})
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _failure_classes() -> dict[str, type[CallFailure]]:
+    found: dict[str, type[CallFailure]] = {}
+    todo: list[type[CallFailure]] = [CallFailure]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        default = cls.model_fields.get("kind")
+        if default is not None and isinstance(default.default, str):
+            found.setdefault(default.default, cls)
+    return found
