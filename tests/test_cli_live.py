@@ -421,13 +421,13 @@ def test_mismatch_message_for_the_issue_example(capsys: pytest.CaptureFixture[st
     )
 
 
-# -- the README -------------------------------------------------------------------------------
+# -- the docs (docs/cli.md) ---------------------------------------------------------------
 
 
 def test_readme_validate_example_passes(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     command = next(
         line.split("#")[0].split()
         for line in readme.splitlines()
@@ -444,7 +444,7 @@ def test_readme_validate_example_passes(
 def test_readme_replay_example_is_what_replay_prints(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Debugging a stream") :]
     block = section[section.index("```console\n") + len("```console\n") :]
     block = block[: block.index("```")]
@@ -455,7 +455,7 @@ def test_readme_replay_example_is_what_replay_prints(
     assert code == EXIT_FAILED
     assert out.splitlines() == expected
     assert (ROOT / "docs" / "demo-timeline.svg").is_file()
-    assert "](docs/demo-timeline.svg)" in section
+    assert "](demo-timeline.svg)" in section
 
 
 def test_a_long_file_gets_a_progress_bar(
