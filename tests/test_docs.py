@@ -37,7 +37,7 @@ BLOCKS = _blocks()
 def test_the_docs_have_python_blocks() -> None:
     pages = {where.split(":")[0] for where, _, _ in BLOCKS}
     assert "README.md" in pages
-    assert len(BLOCKS) >= 20
+    assert len(BLOCKS) >= 30
     assert len(pages) >= 15
 
 

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
         ToolRunner,
         merge_calls,
         run_tools,
+        run_turn,
     )
     from .sink import EventCollector, EventSink, ItemSource
     from .timeline import CallTimeline
@@ -142,6 +143,7 @@ _MODULE_OF: dict[str, str] = {
             "ToolRunner",
             "merge_calls",
             "run_tools",
+            "run_turn",
         ),
         "runner",
     ),
@@ -206,6 +208,7 @@ __all__ = [
     "merge_calls",
     "parse_event",
     "run_tools",
+    "run_turn",
     "tool",
     "tool_call_streaming_state_machine",
 ]

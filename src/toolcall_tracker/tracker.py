@@ -24,7 +24,7 @@ Every blocking point has a way out:
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Coroutine
 from dataclasses import replace
 from types import TracebackType
 from typing import Any
@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from ._consume_misuse import check_source
 from ._reducer import IgnoreReason
 from ._sources import close_source, why_stopped
 from ._waiting import ARGS_PARSED, DONE_ONLY, ReadyCalls, Waiting
@@ -181,7 +182,7 @@ class ToolCallTracker:
 
     # -- feeding ----------------------------------------------------------------------
 
-    async def consume(self, source: AsyncIterable[EventInput] | ItemSource) -> None:
+    def consume(self, source: AsyncIterable[EventInput] | ItemSource) -> Coroutine[Any, Any, None]:
         """Apply every event of ``source`` (an async iterable of models or mappings).
 
         ``source`` may also be an :class:`~toolcall_tracker.ItemSource` (what
@@ -200,10 +201,22 @@ class ToolCallTracker:
         reading (even with an item already in hand) and returns. In every early stop the
         source is closed (its ``aclose()``, shielded, at most 5 s).
 
+        ``source`` is checked when ``consume`` is called, before its coroutine starts: a
+        sync iterable, an un-awaited coroutine, an adapter (class or instance) or an async
+        context manager passed where a stream belongs raises ``TypeError`` right there,
+        naming the fix. (Started with ``tg.start_soon(tracker.consume, source)``, the error
+        still leaves the task group inside an ``ExceptionGroup``; ``run_turn`` raises it
+        as it is.)
+
         Raises:
+            TypeError: ``source`` is not an async iterable (at the call, see above).
             InvalidEvent: the source produced a malformed event.
             TrackerClosed: the tracker was already closed.
         """
+        check_source(source)
+        return self._consume(source)
+
+    async def _consume(self, source: AsyncIterable[EventInput] | ItemSource) -> None:
         if self._waiting.closed:
             raise TrackerClosed("cannot consume: the tracker is closed")
         machine = self._machine

@@ -74,6 +74,7 @@ from ._pending import (
     merge_calls,
 )
 from ._progress import ProgressUpdate
+from ._run_turn import run_turn
 from ._turn import Turn
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ __all__ = [
     "ToolRunner",
     "merge_calls",
     "run_tools",
+    "run_turn",
 ]
 
 
