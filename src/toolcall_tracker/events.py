@@ -193,4 +193,3 @@ def _validate(
         return parsed
     except ValidationError as exc:
         raise InvalidEvent(f"invalid {kind!r} event: {_describe(exc)}", event) from None
-
