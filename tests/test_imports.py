@@ -125,3 +125,17 @@ def test_the_changelog_lists_every_name_that_left_the_root() -> None:
     changelog = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text("utf-8")
     for name in toolcall_tracker.MOVED:
         assert f"`{name}`" in changelog, name
+
+
+def test_the_version_is_the_packages() -> None:
+    import re
+    from pathlib import Path
+
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text("utf-8")
+    match = re.search(r'^version = "([^"]+)"$', pyproject, re.M)
+    assert match is not None
+    assert toolcall_tracker.__version__ == match.group(1)
+    changelog = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text("utf-8")
+    assert re.search(
+        rf"^## \[{re.escape(match.group(1))}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M
+    )

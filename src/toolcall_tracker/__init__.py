@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from .tools import Tool, tool
     from .tracker import ToolCallTracker
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _MODULE_OF: dict[str, str] = {
     **dict.fromkeys(("Status", "ToolCall"), "calls"),
