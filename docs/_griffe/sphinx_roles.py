@@ -37,8 +37,34 @@ def _lookup(loader: griffe.GriffeLoader, path: str) -> str | None:
         return path
 
 
+_HOMES: dict[int, dict[str, str]] = {}
+
+
+def _public_homes(loader: griffe.GriffeLoader) -> dict[str, str]:
+    """Each public name of the package's modules, and the module that lists it in __all__."""
+    if id(loader) in _HOMES:
+        return _HOMES[id(loader)]
+    homes = _HOMES[id(loader)] = {}
+
+    def visit(module: griffe.Module) -> None:
+        for name in module.exports or ():
+            homes.setdefault(str(name), module.path)
+        for member in module.modules.values():
+            if not member.name.startswith("_"):
+                visit(member)
+
+    visit(loader.modules_collection[PACKAGE])
+    return homes
+
+
 def _resolve(obj: griffe.Object | griffe.Alias, target: str, loader: griffe.GriffeLoader) -> str | None:
     target = target.lstrip(".")
+    if target.startswith(f"{PACKAGE}."):
+        # A name written at the root that lives in a submodule now (toolcall_tracker.MOVED).
+        name, _, rest = target[len(PACKAGE) + 1 :].partition(".")
+        home = _public_homes(loader).get(name)
+        if home is not None and _lookup(loader, target) is None:
+            target = f"{home}.{name}" + (f".{rest}" if rest else "")
     head, _, rest = target.partition(".")
     candidates: list[str] = []
     try:
@@ -59,8 +85,12 @@ def _resolve(obj: griffe.Object | griffe.Alias, target: str, loader: griffe.Grif
 def _rewrite(obj: griffe.Object | griffe.Alias, text: str, loader: griffe.GriffeLoader) -> str:
     def replace(match: re.Match[str]) -> str:
         _role, short, target = match.groups()
-        shown = target.rsplit(".", 1)[-1] if short else target.lstrip(".")
-        if _role in ("meth", "func"):
+        explicit = re.fullmatch(r"(.+?)\s*<([^>]+)>", target)  # :meth:`title <target>`
+        if explicit:
+            shown, target = explicit.groups()
+        else:
+            shown = target.rsplit(".", 1)[-1] if short else target.lstrip(".")
+        if _role in ("meth", "func") and not explicit:
             shown += "()"
         path = _resolve(obj, target, loader)
         code = f"<code>{html.escape(shown)}</code>"
