@@ -112,7 +112,7 @@ _MISUSES: Final[tuple[tuple[Callable[[Any], bool], Callable[[Any], str]], ...]] 
 def check_source(source: object) -> None:
     """Raise ``TypeError`` naming the fix unless ``source`` is an async iterable.
 
-    (An :class:`~toolcall_tracker.ItemSource` from ``adapt()`` is an async iterable too.)
+    (An :class:`~toolcall_tracker.sink.ItemSource` from ``adapt()`` is an async iterable too.)
     """
     if hasattr(type(source), "__aiter__") and not isinstance(source, type):
         return
