@@ -10,7 +10,8 @@ reference, the name in code style where it is not (a private helper, a third-par
 An optional reference never fails ``mkdocs build --strict``; the reference pages render every
 public module, so the public names do get their links.
 
-``~`` shows the last component only, as in Sphinx. The source stays as it is.
+``~`` shows the last component only, as in Sphinx, and reST's ``::`` before a literal
+block reads as Sphinx shows it. The source stays as it is.
 """
 
 from __future__ import annotations
@@ -98,7 +99,17 @@ def _rewrite(obj: griffe.Object | griffe.Alias, text: str, loader: griffe.Griffe
             return code
         return f'<autoref identifier="{html.escape(path)}" optional>{code}</autoref>'
 
-    return _typed_raises(ROLE.sub(replace, text))
+    return _typed_raises(LITERAL.sub(_literal, ROLE.sub(replace, text)))
+
+
+LITERAL = re.compile(r"(\S?)( ?)::$", re.M)
+
+
+def _literal(match: re.Match[str]) -> str:
+    """reST's ``::`` before an indented block: ``text::`` reads ``text:``, ``text ::`` reads
+    ``text`` and a lone ``::`` nothing (the block itself renders as code)."""
+    before, space = match.groups()
+    return before + ("" if space or not before else ":")
 
 
 def _typed_raises(text: str) -> str:
