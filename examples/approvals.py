@@ -21,17 +21,9 @@ from typing import Any
 
 import anyio
 
-from toolcall_tracker import (
-    ApprovalDecision,
-    PendingApprovals,
-    RunControl,
-    ToolCall,
-    ToolCallTracker,
-    ToolRunner,
-    merge_calls,
-    tool,
-)
+from toolcall_tracker import RunControl, ToolCall, ToolCallTracker, ToolRunner, tool
 from toolcall_tracker.feedback import openai_chat_messages
+from toolcall_tracker.runner import ApprovalDecision, PendingApprovals, merge_calls
 
 BALANCE = {"alice": 1_000}
 

@@ -56,7 +56,8 @@ import anyio
 if importlib.util.find_spec("toolcall_tracker") is None:  # not installed: this checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from toolcall_tracker import ChangeListener, IgnoreReason, Status, ToolCallTracker
+from toolcall_tracker import IgnoreReason, Status, ToolCallTracker
+from toolcall_tracker.changes import ChangeListener
 
 try:
     from toolcall_tracker.runner import ToolRunner

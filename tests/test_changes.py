@@ -7,16 +7,9 @@ from typing import Any
 
 import pytest
 
-from toolcall_tracker import (
-    ChangeListener,
-    End,
-    EventCollector,
-    IgnoreReason,
-    InvalidEvent,
-    Limits,
-    Status,
-    ToolCallStateMachine,
-)
+from toolcall_tracker import End, IgnoreReason, InvalidEvent, Limits, Status, ToolCallStateMachine
+from toolcall_tracker.changes import ChangeListener
+from toolcall_tracker.sink import EventCollector
 
 P, R, D, E = Status.PENDING, Status.RUNNING, Status.DONE, Status.ERROR
 

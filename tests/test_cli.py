@@ -287,8 +287,8 @@ def test_validate_passes_clean_streams(capsys: pytest.CaptureFixture[str]) -> No
     code, out, err = run(capsys, "validate", *paths)
     assert (code, err) == (EXIT_OK, "")
     assert out.splitlines() == [
-        f"ok   {paths[0]}: anthropic, 1 call, turn ended ok",
-        f"ok   {paths[1]}: seed, 2 calls, turn ended ok",
+        f"{paths[0]}: ok   anthropic, 1 call, turn ended ok",
+        f"{paths[1]}: ok   seed, 2 calls, turn ended ok",
     ]
 
 
@@ -298,10 +298,12 @@ def test_validate_fails_on_errors_and_ignored_events(
     code, out, _ = run(capsys, "validate", SEED_INTERLEAVED, FIXTURES / "gemini" / "safety.json")
     assert code == EXIT_FAILED
     lines = out.splitlines()
-    assert lines[0] == f"FAIL {SEED_INTERLEAVED}: seed, 5 problems"
-    assert lines[1].startswith("  call t3 (calc) failed: invalid_arguments:")
-    assert lines[2] == "  item 5: ignored (duplicate_start): start  t1 search"
-    assert "  the turn did not end ok: NOT ok (SAFETY)" in lines
+    assert lines[0] == f"{SEED_INTERLEAVED}: FAIL seed, 5 problems"
+    assert lines[1].startswith(f"{SEED_INTERLEAVED}:   call t3 (calc) failed: invalid_arguments:")
+    assert lines[2] == f"{SEED_INTERLEAVED}:   item 5: ignored (duplicate_start): start  t1 search"
+    safety = FIXTURES / "gemini" / "safety.json"
+    assert f"{safety}:   the turn did not end ok: NOT ok (SAFETY)" in lines
+    assert all(line.startswith((f"{SEED_INTERLEAVED}: ", f"{safety}: ")) for line in lines)
 
 
 def test_validate_reports_unreadable_files_and_goes_on(
@@ -311,7 +313,7 @@ def test_validate_reports_unreadable_files_and_goes_on(
     code, out, err = run(capsys, "validate", missing, SEED_TWO_CALLS)
     assert code == EXIT_USAGE
     assert f"{missing}: cannot read the file" in err
-    assert out.startswith(f"ok   {SEED_TWO_CALLS}")
+    assert out.startswith(f"{SEED_TWO_CALLS}: ok   ")
 
 
 # -- malformed and hostile input ------------------------------------------------------------
@@ -465,4 +467,4 @@ def test_python_dash_m() -> None:
         check=False,
     )
     assert (done.returncode, done.stderr) == (EXIT_OK, "")
-    assert done.stdout.startswith("ok   ")
+    assert done.stdout.startswith(f"{SEED_TWO_CALLS}: ok   ")

@@ -59,10 +59,83 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         toolcall_tracker.NoSuchThing  # type: ignore[attr-defined]  # noqa: B018
 
 
-def test_the_snapshot_names_moved_with_a_deprecated_alias() -> None:
-    from toolcall_tracker import Status, ToolCall, events
+def test_the_aliases_promised_to_go_are_gone() -> None:
+    """``events.ToolCall`` / ``events.Status`` warned in 0.1 and went in 0.2.0."""
+    from toolcall_tracker import events
 
-    with pytest.warns(DeprecationWarning, match="toolcall_tracker.calls"):
-        assert events.ToolCall is ToolCall
-    with pytest.warns(DeprecationWarning, match="events.Status"):
-        assert events.Status is Status
+    for name in ("ToolCall", "Status"):
+        with pytest.raises(AttributeError, match=name):
+            getattr(events, name)
+
+
+DAILY = {
+    "ToolCallTracker",
+    "ToolCallStateMachine",
+    "tool_call_streaming_state_machine",
+    "IgnoreReason",
+    *("Start", "Delta", "Ready", "Result", "Error", "End", "Event", "EventInput"),
+    "parse_event",
+    "ToolCall",
+    "Status",
+    *("ToolRunner", "RunControl", "run_turn", "run_tools", "tool", "Tool"),
+    *("Limits", "DEFAULT_LIMITS"),
+    *("ToolCallTrackerError", "InvalidEvent", "ToolCallFailed", "UnknownToolCall"),
+    *("TrackerClosed", "ApprovalRefused"),
+    *("CallFailure", "InvalidArguments", "IncompleteArguments", "ArgumentsTooLarge"),
+    *("ValidationFailed", "UnknownTool", "ToolRaised", "CallTimedOut", "NotExecuted"),
+    *("CallCancelled", "ApprovalDenied"),
+    "adapt",
+    "__version__",
+}
+
+
+def test_the_root_exports_exactly_the_daily_names() -> None:
+    assert set(toolcall_tracker.__all__) == DAILY
+    assert not set(toolcall_tracker.__all__) & set(toolcall_tracker.MOVED)
+
+
+@pytest.mark.parametrize("name", sorted(toolcall_tracker.MOVED))
+def test_a_name_that_left_the_root_warns_and_is_the_same_object(name: str) -> None:
+    home = toolcall_tracker.MOVED[name]
+    module = __import__(home, fromlist=[name])
+    with pytest.warns(DeprecationWarning, match=rf"toolcall_tracker\.{name} moved to {home}"):
+        alias = getattr(toolcall_tracker, name)
+    assert alias is getattr(module, name)
+    assert name in module.__all__  # documented where it lives now
+    assert name not in dir(toolcall_tracker)
+
+
+def test_from_import_of_a_moved_name_warns_every_time() -> None:
+    for _ in range(2):
+        with pytest.warns(DeprecationWarning, match="toolcall_tracker.runner"):
+            from toolcall_tracker import PendingApprovals  # noqa: F401
+
+
+def test_a_root_name_is_the_object_its_module_defines() -> None:
+    from toolcall_tracker import adapters, runner
+
+    assert toolcall_tracker.adapt is adapters.adapt
+    assert toolcall_tracker.run_turn is runner.run_turn
+    assert toolcall_tracker.ToolRunner is runner.ToolRunner
+
+
+def test_the_changelog_lists_every_name_that_left_the_root() -> None:
+    from pathlib import Path
+
+    changelog = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text("utf-8")
+    for name in toolcall_tracker.MOVED:
+        assert f"`{name}`" in changelog, name
+
+
+def test_the_version_is_the_packages() -> None:
+    import re
+    from pathlib import Path
+
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text("utf-8")
+    match = re.search(r'^version = "([^"]+)"$', pyproject, re.M)
+    assert match is not None
+    assert toolcall_tracker.__version__ == match.group(1)
+    changelog = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text("utf-8")
+    assert re.search(
+        rf"^## \[{re.escape(match.group(1))}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M
+    )

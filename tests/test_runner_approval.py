@@ -22,17 +22,16 @@ from toolcall_tracker import (
     ApprovalDenied,
     ApprovalRefused,
     NotExecuted,
-    PendingApprovals,
     RunControl,
     Status,
     ToolCallTracker,
     ToolRaised,
     ToolRunner,
     ValidationFailed,
-    merge_calls,
     tool,
 )
 from toolcall_tracker.feedback import anthropic_messages, gemini_contents, openai_chat_messages
+from toolcall_tracker.runner import PendingApprovals, merge_calls
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,6 @@ from _runner_helpers import by_id, call_events, from_list
 from conftest import DEADLINE
 from toolcall_tracker import (
     CallCancelled,
-    ProgressUpdate,
     RunControl,
     Status,
     ToolCallTracker,
@@ -25,6 +24,7 @@ from toolcall_tracker import (
 )
 from toolcall_tracker.adapters import AISDKAdapter, AISDKEncoder, AISDKListener
 from toolcall_tracker.events import parse_event
+from toolcall_tracker.runner import ProgressUpdate
 
 pytestmark = pytest.mark.anyio
 

@@ -469,10 +469,10 @@ def test_ignore_reason_vocabulary_is_small_and_fixed() -> None:
 
 
 # --------------------------------------------------------------------------------------
-# The table in README.md says the same as reducer.TRANSITIONS, cell by cell.
+# The table in the docs (concepts/state-machine.md) says the same as reducer.TRANSITIONS.
 # --------------------------------------------------------------------------------------
 
-README_PATH = Path(__file__).resolve().parent.parent / "README.md"
+README_PATH = Path(__file__).resolve().parent.parent / "docs" / "concepts" / "state-machine.md"
 README_ROWS: dict[str, Any] = {
     "(no call with that id)": None,
     "`pending`": Status.PENDING,

@@ -21,7 +21,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from conftest import DEADLINE
 from toolcall_tracker import (
-    CallTimeline,
     End,
     IgnoreReason,
     IncompleteArguments,
@@ -35,6 +34,7 @@ from toolcall_tracker import (
     TrackerClosed,
     UnknownToolCall,
 )
+from toolcall_tracker.timeline import CallTimeline
 
 # --------------------------------------------------------------------------------------
 # Helpers

@@ -1,33 +1,34 @@
 """Track LLM tool calls while they stream; start each tool the moment its arguments are complete.
 
-The public surface, re-exported here:
+The root exports what an application writes daily; everything else lives in the module
+that documents it (one import path per name):
 
-- events: :class:`Start`, :class:`Delta`, :class:`Ready`, :class:`Result`, :class:`Error`,
-  :class:`End`, the :data:`Event` union, :func:`parse_event`;
-- calls: :class:`ToolCall` snapshots and their :class:`Status`;
+- the tracker: :class:`ToolCallTracker`;
 - the synchronous machine: :func:`tool_call_streaming_state_machine`,
-  :class:`ToolCallStateMachine`, the reducer's :class:`IgnoreReason` vocabulary, its change
-  feed (:class:`ChangeListener`) and the path adapters write through (:class:`EventSink`,
-  :class:`EventCollector`, :class:`ItemSource`);
-- the async :class:`ToolCallTracker` and its :class:`CallTimeline`;
-- exceptions (:class:`InvalidEvent`, :class:`ToolCallFailed`, :class:`UnknownToolCall`,
-  :class:`TrackerClosed`) and the error values stored in calls (:class:`CallFailure`,
-  :class:`InvalidArguments`, :class:`IncompleteArguments`, :class:`ArgumentsTooLarge`);
+  :class:`ToolCallStateMachine` and the :class:`IgnoreReason` vocabulary of its
+  ``on_ignored`` hook;
+- events: :class:`Start`, :class:`Delta`, :class:`Ready`, :class:`Result`, :class:`Error`,
+  :class:`End`, the :data:`Event` and :data:`EventInput` unions, :func:`parse_event`; calls:
+  :class:`ToolCall` snapshots and their :class:`Status`;
+- the tool runner: :class:`ToolRunner`, its per-run handle :class:`RunControl`,
+  :func:`run_turn`, :func:`run_tools`, and :func:`tool` / :class:`Tool`;
 - :class:`Limits` for hostile input, with :data:`DEFAULT_LIMITS`;
-- the tool runner: :class:`ToolRunner` / :func:`run_tools`, :func:`tool` / :class:`Tool`,
-  its per-run handle :class:`RunControl` and the :class:`ProgressUpdate` it publishes,
-  approvals across requests
-  (:class:`PendingApprovals`, :class:`PendingApproval`, :class:`ApprovalDecision`,
-  :class:`OutcomeStore`, :class:`InMemoryOutcomeStore`, :class:`CallOutcome`,
-  :class:`Claim`, :func:`merge_calls`,
-  :class:`ApprovalRefused`), and its error values (:class:`ValidationFailed`,
-  :class:`UnknownTool`, :class:`ToolRaised`, :class:`CallTimedOut`, :class:`NotExecuted`,
-  :class:`CallCancelled`, :class:`ApprovalDenied`, :class:`OutcomeInDoubt`). The old names
-  ``FinishedCalls`` / ``InMemoryFinishedCalls`` still work, with a ``DeprecationWarning``.
+- the failures: the exceptions (:class:`ToolCallTrackerError`, :class:`InvalidEvent`,
+  :class:`ToolCallFailed`, :class:`UnknownToolCall`, :class:`TrackerClosed`,
+  :class:`ApprovalRefused`) and the error values stored in calls (:class:`CallFailure`,
+  :class:`InvalidArguments`, :class:`IncompleteArguments`, :class:`ArgumentsTooLarge`,
+  :class:`ValidationFailed`, :class:`UnknownTool`, :class:`ToolRaised`,
+  :class:`CallTimedOut`, :class:`NotExecuted`, :class:`CallCancelled`,
+  :class:`ApprovalDenied`, :class:`ApprovalCheckFailed`, :class:`ClaimFailed`,
+  :class:`OutcomeInDoubt`);
+- :func:`adapt`, which drives a provider adapter over a stream.
 
-Provider-specific pieces live in submodules: :mod:`toolcall_tracker.adapters` (stream
-adapters), :mod:`toolcall_tracker.tools` (tool definitions per provider) and
-:mod:`toolcall_tracker.feedback` (result messages per provider).
+Elsewhere: the adapters in :mod:`toolcall_tracker.adapters`; approvals across requests
+and progress in :mod:`toolcall_tracker.runner`; tool definitions per provider in
+:mod:`toolcall_tracker.tools`; result messages per provider in
+:mod:`toolcall_tracker.feedback`; the change feed in :mod:`toolcall_tracker.changes`; the
+sink protocol in :mod:`toolcall_tracker.sink`. The names that left the root in 0.2.0
+(:data:`MOVED`) still import from it, with a ``DeprecationWarning``, until 0.3.0.
 
 Names are imported lazily, on first use (as pydantic does): code that only uses the
 synchronous machine and the adapters never loads anyio, the runner or the command line.
@@ -36,6 +37,7 @@ synchronous machine and the adapters never loads anyio, the runner or the comman
 from __future__ import annotations
 
 import logging
+import warnings
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +47,8 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from ._reducer import IgnoreReason
+    from .adapters import adapt
     from .calls import Status, ToolCall
-    from .changes import ChangeListener
     from .errors import (
         ApprovalRefused,
         ArgumentsTooLarge,
@@ -66,7 +68,6 @@ if TYPE_CHECKING:
         CallCancelled,
         CallTimedOut,
         ClaimFailed,
-        FieldError,
         NotExecuted,
         OutcomeInDoubt,
         ToolRaised,
@@ -74,35 +75,15 @@ if TYPE_CHECKING:
         ValidationFailed,
     )
     from .limits import DEFAULT_LIMITS, Limits
-    from .machine import IgnoredHook, ToolCallStateMachine, tool_call_streaming_state_machine
-    from .runner import (
-        ApprovalDecision,
-        CallOutcome,
-        Claim,
-        InMemoryOutcomeStore,
-        OutcomeStore,
-        PendingApproval,
-        PendingApprovals,
-        ProgressUpdate,
-        RunControl,
-        RunnerEvent,
-        RunnerListener,
-        RunnerState,
-        ToolOptions,
-        ToolRunner,
-        merge_calls,
-        run_tools,
-    )
-    from .sink import EventCollector, EventSink, ItemSource
-    from .timeline import CallTimeline
-    from .tools import NeedsApproval, Tool, ToolsInput, tool
+    from .machine import ToolCallStateMachine, tool_call_streaming_state_machine
+    from .runner import RunControl, ToolRunner, run_tools, run_turn
+    from .tools import Tool, tool
     from .tracker import ToolCallTracker
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _MODULE_OF: dict[str, str] = {
     **dict.fromkeys(("Status", "ToolCall"), "calls"),
-    "ChangeListener": "changes",
     **dict.fromkeys(
         (
             "ApprovalRefused",
@@ -129,7 +110,6 @@ _MODULE_OF: dict[str, str] = {
             "CallCancelled",
             "CallTimedOut",
             "ClaimFailed",
-            "FieldError",
             "NotExecuted",
             "OutcomeInDoubt",
             "ToolRaised",
@@ -139,85 +119,65 @@ _MODULE_OF: dict[str, str] = {
         "failures",
     ),
     **dict.fromkeys(("DEFAULT_LIMITS", "Limits"), "limits"),
-    **dict.fromkeys(
-        ("IgnoredHook", "ToolCallStateMachine", "tool_call_streaming_state_machine"), "machine"
-    ),
+    **dict.fromkeys(("ToolCallStateMachine", "tool_call_streaming_state_machine"), "machine"),
     "IgnoreReason": "_reducer",
+    **dict.fromkeys(("RunControl", "ToolRunner", "run_tools", "run_turn"), "runner"),
+    **dict.fromkeys(("Tool", "tool"), "tools"),
+    "ToolCallTracker": "tracker",
+    "adapt": "adapters",
+}
+
+MOVED: dict[str, str] = {
+    "ChangeListener": "toolcall_tracker.changes",
+    **dict.fromkeys(("EventCollector", "EventSink", "ItemSource"), "toolcall_tracker.sink"),
+    "IgnoredHook": "toolcall_tracker.machine",
+    "CallTimeline": "toolcall_tracker.timeline",
     **dict.fromkeys(
         (
             "ApprovalDecision",
-            "CallOutcome",
-            "Claim",
             "FinishedCalls",
             "InMemoryFinishedCalls",
-            "InMemoryOutcomeStore",
-            "OutcomeStore",
             "PendingApproval",
             "PendingApprovals",
             "ProgressUpdate",
-            "RunControl",
-            "RunnerEvent",
-            "RunnerListener",
-            "RunnerState",
-            "ToolOptions",
-            "ToolRunner",
             "merge_calls",
-            "run_tools",
         ),
-        "runner",
+        "toolcall_tracker.runner",
     ),
-    **dict.fromkeys(("EventCollector", "EventSink", "ItemSource"), "sink"),
-    "CallTimeline": "timeline",
-    **dict.fromkeys(("NeedsApproval", "Tool", "ToolsInput", "tool"), "tools"),
-    "ToolCallTracker": "tracker",
+    **dict.fromkeys(("NeedsApproval", "ToolsInput"), "toolcall_tracker.tools"),
+    "FieldError": "toolcall_tracker.failures",
 }
+"""Names that left the root in 0.2.0, and the module each lives in now.
 
-_DEPRECATED = frozenset({"FinishedCalls", "InMemoryFinishedCalls"})
+``toolcall_tracker.<name>`` still works for them, with a ``DeprecationWarning``; the
+aliases go in 0.3.0.
+"""
 
 __all__ = [
     "DEFAULT_LIMITS",
     "ApprovalCheckFailed",
-    "ApprovalDecision",
     "ApprovalDenied",
     "ApprovalRefused",
     "ArgumentsTooLarge",
     "CallCancelled",
     "CallFailure",
-    "CallOutcome",
-    "CallTimeline",
     "CallTimedOut",
-    "ChangeListener",
-    "Claim",
     "ClaimFailed",
     "Delta",
     "End",
     "Error",
     "Event",
-    "EventCollector",
     "EventInput",
-    "EventSink",
-    "FieldError",
     "IgnoreReason",
-    "IgnoredHook",
-    "InMemoryOutcomeStore",
     "IncompleteArguments",
     "InvalidArguments",
     "InvalidEvent",
-    "ItemSource",
     "Limits",
-    "NeedsApproval",
     "NotExecuted",
     "OutcomeInDoubt",
-    "OutcomeStore",
-    "PendingApproval",
-    "PendingApprovals",
-    "ProgressUpdate",
     "Ready",
     "Result",
     "RunControl",
-    "RunnerEvent",
-    "RunnerListener",
-    "RunnerState",
     "Start",
     "Status",
     "Tool",
@@ -226,18 +186,17 @@ __all__ = [
     "ToolCallStateMachine",
     "ToolCallTracker",
     "ToolCallTrackerError",
-    "ToolOptions",
     "ToolRaised",
     "ToolRunner",
-    "ToolsInput",
     "TrackerClosed",
     "UnknownTool",
     "UnknownToolCall",
     "ValidationFailed",
     "__version__",
-    "merge_calls",
+    "adapt",
     "parse_event",
     "run_tools",
+    "run_turn",
     "tool",
     "tool_call_streaming_state_machine",
 ]
@@ -245,12 +204,20 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Import a public name from its module on first use, then keep it here."""
+    home = MOVED.get(name)
+    if home is not None:
+        warnings.warn(
+            f"toolcall_tracker.{name} moved to {home}: import it from there "
+            f"(`from {home} import {name}`); the root alias goes in 0.3.0",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(import_module(home), name)
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(import_module(f".{module}", __name__), name)
-    if name not in _DEPRECATED:  # a deprecated name warns on every use
-        globals()[name] = value
+    globals()[name] = value
     return value
 
 

@@ -118,7 +118,7 @@ def _row(*cells: Any) -> dict[str, Any]:
     return dict(zip(_KINDS, cells, strict=True))
 
 
-# Short names, so the tables below read like the README's.
+# Short names, so the tables below read like the docs' (docs/concepts/state-machine.md).
 CREATE, APPEND, PARSE, FINISH = Action.CREATE, Action.APPEND, Action.PARSE, Action.FINISH
 FAIL, ABANDON, KEEP = Action.FAIL, Action.ABANDON, Action.KEEP
 UNKNOWN_ID, DUP_START = IgnoreReason.UNKNOWN_ID, IgnoreReason.DUPLICATE_START

@@ -4,7 +4,7 @@
 :class:`~toolcall_tracker.ToolCallTracker` needs to let tasks wait: one lazily created
 ``anyio.Event`` per id that somebody waits for, one for the stream (new ready calls, the
 end, closing), the snapshots of the calls that became ready (for ``ready_calls()``
-iterators) and each call's :class:`~toolcall_tracker.CallTimeline`. When the feed reports a
+iterators) and each call's :class:`~toolcall_tracker.timeline.CallTimeline`. When the feed reports a
 change it sets the matching event and forgets it; every waiter re-checks the state in a
 loop, so a waiter can never miss a change.
 """

@@ -193,20 +193,3 @@ def _validate(
         return parsed
     except ValidationError as exc:
         raise InvalidEvent(f"invalid {kind!r} event: {_describe(exc)}", event) from None
-
-
-def __getattr__(name: str) -> Any:
-    """``ToolCall`` and ``Status`` moved to :mod:`toolcall_tracker.calls` (deprecated here)."""
-    if name in ("ToolCall", "Status"):
-        import warnings
-
-        from . import calls
-
-        warnings.warn(
-            f"toolcall_tracker.events.{name} moved to toolcall_tracker.calls (or import it "
-            "from toolcall_tracker); this alias will be removed in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(calls, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

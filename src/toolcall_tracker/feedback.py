@@ -38,7 +38,7 @@ as it is) and as JSON values for Gemini; a failed call is sent as
 ``{"error": {...}}``, the structured error value (``kind``, ``message``...) as JSON.
 
 No builder raises on a value JSON cannot hold; every one applies the same rules
-(``toolcall_tracker._jsonout``, and the README's Reliability section):
+(``toolcall_tracker._jsonout``, and the docs' Reliability page):
 
 - JSON text (results, errors, the OpenAI ``arguments``) is strict JSON: a lone surrogate is
   written as a ``\\uXXXX`` escape, NaN and infinities as ``null``, integers exactly;

@@ -5,7 +5,7 @@ This is the seed contract: ``tool_call_streaming_state_machine()`` returns a
 I/O and never waits, and it is complete on its own: it knows nothing of closing, waiting or
 timelines. Layers above it read it through its public reads and its change feed
 (:mod:`toolcall_tracker.changes`); adapters write into it through the
-:class:`~toolcall_tracker.EventSink` methods (``write_start``, ``write_delta``, ...).
+:class:`~toolcall_tracker.sink.EventSink` methods (``write_start``, ``write_delta``, ...).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class ToolCallStateMachine:
         """Tell ``listener`` of every change from now on (see :mod:`toolcall_tracker.changes`).
 
         With ``fragments=True`` it is also told of every fragment appended
-        (:meth:`~toolcall_tracker.ChangeListener.args_appended`). Subscribing a listener
+        (:meth:`~toolcall_tracker.changes.ChangeListener.args_appended`). Subscribing a listener
         twice changes nothing.
         """
         if listener not in self._listeners:

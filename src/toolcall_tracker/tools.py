@@ -94,7 +94,7 @@ class Tool(Generic[_P, _R]):
         timeout: seconds this tool may run per call (default: the runner's ``call_timeout``).
         needs_approval: ``True`` if every call must be approved by a human before the tool
             runs, or a function of the :class:`~toolcall_tracker.ToolCall` (sync or async)
-            returning whether this call must be (see the README's "Human approval").
+            returning whether this call must be (see the docs' "Human approval").
         max_concurrency: at most this many calls of this tool run at once in a turn
             (``None``: only the runner's cap). Waiting calls keep their ready order.
         sequential: run this tool's calls one at a time, in ready order (the same as

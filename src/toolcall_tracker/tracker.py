@@ -24,7 +24,7 @@ Every blocking point has a way out:
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Coroutine
 from dataclasses import replace
 from types import TracebackType
 from typing import Any
@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from ._consume_misuse import check_source
 from ._reducer import IgnoreReason
 from ._sources import close_source, why_stopped
 from ._waiting import ARGS_PARSED, DONE_ONLY, ReadyCalls, Waiting
@@ -59,7 +60,7 @@ class ToolCallTracker:
 
     The tracker holds a :class:`~toolcall_tracker.ToolCallStateMachine` (:attr:`machine`)
     and offers its reads (``get``, ``status``, ``list``, ``end``, ``limits``), its writes
-    (``apply`` and the :class:`~toolcall_tracker.EventSink` methods ``write_start``, ...),
+    (``apply`` and the :class:`~toolcall_tracker.sink.EventSink` methods ``write_start``, ...),
     ``forget`` and its change feed (``subscribe``), all refusing events once the tracker is
     closed. They are synchronous and must be called on the event loop's thread; from a
     worker thread use ``anyio.from_thread.run_sync(tracker.apply, event)``.
@@ -110,37 +111,37 @@ class ToolCallTracker:
         self._machine.apply(event)
 
     def write_start(self, call_id: str, name: str) -> None:
-        """Apply ``start`` (see :class:`~toolcall_tracker.EventSink`); refused once closed."""
+        """Apply ``start`` (see :class:`~toolcall_tracker.sink.EventSink`); refused once closed."""
         if self._waiting.closed:
             self._refuse()
         self._machine.write_start(call_id, name)
 
     def write_delta(self, call_id: str, text: str) -> None:
-        """Apply ``delta`` (see :class:`~toolcall_tracker.EventSink`); refused once closed."""
+        """Apply ``delta`` (see :class:`~toolcall_tracker.sink.EventSink`); refused once closed."""
         if self._waiting.closed:
             self._refuse()
         self._machine.write_delta(call_id, text)
 
     def write_ready(self, call_id: str) -> None:
-        """Apply ``ready`` (see :class:`~toolcall_tracker.EventSink`); refused once closed."""
+        """Apply ``ready`` (see :class:`~toolcall_tracker.sink.EventSink`); refused once closed."""
         if self._waiting.closed:
             self._refuse()
         self._machine.write_ready(call_id)
 
     def write_result(self, call_id: str, result: Any) -> None:
-        """Apply ``result`` (see :class:`~toolcall_tracker.EventSink`); refused once closed."""
+        """Apply ``result`` (see :class:`~toolcall_tracker.sink.EventSink`); refused once closed."""
         if self._waiting.closed:
             self._refuse()
         self._machine.write_result(call_id, result)
 
     def write_error(self, call_id: str, error: Any) -> None:
-        """Apply ``error`` (see :class:`~toolcall_tracker.EventSink`); refused once closed."""
+        """Apply ``error`` (see :class:`~toolcall_tracker.sink.EventSink`); refused once closed."""
         if self._waiting.closed:
             self._refuse()
         self._machine.write_error(call_id, error)
 
     def write_end(self, ok: bool = True, reason: str | None = None) -> None:
-        """Apply ``end`` (see :class:`~toolcall_tracker.EventSink`); refused once closed."""
+        """Apply ``end`` (see :class:`~toolcall_tracker.sink.EventSink`); refused once closed."""
         if self._waiting.closed:
             self._refuse()
         self._machine.write_end(ok, reason)
@@ -181,10 +182,10 @@ class ToolCallTracker:
 
     # -- feeding ----------------------------------------------------------------------
 
-    async def consume(self, source: AsyncIterable[EventInput] | ItemSource) -> None:
+    def consume(self, source: AsyncIterable[EventInput] | ItemSource) -> Coroutine[Any, Any, None]:
         """Apply every event of ``source`` (an async iterable of models or mappings).
 
-        ``source`` may also be an :class:`~toolcall_tracker.ItemSource` (what
+        ``source`` may also be an :class:`~toolcall_tracker.sink.ItemSource` (what
         ``adapters.adapt(stream, adapter)`` returns): then each provider item is written
         straight into the machine, without building an event model per fragment.
 
@@ -200,10 +201,22 @@ class ToolCallTracker:
         reading (even with an item already in hand) and returns. In every early stop the
         source is closed (its ``aclose()``, shielded, at most 5 s).
 
+        ``source`` is checked when ``consume`` is called, before its coroutine starts: a
+        sync iterable, an un-awaited coroutine, an adapter (class or instance) or an async
+        context manager passed where a stream belongs raises ``TypeError`` right there,
+        naming the fix. (Started with ``tg.start_soon(tracker.consume, source)``, the error
+        still leaves the task group inside an ``ExceptionGroup``; ``run_turn`` raises it
+        as it is.)
+
         Raises:
+            TypeError: ``source`` is not an async iterable (at the call, see above).
             InvalidEvent: the source produced a malformed event.
             TrackerClosed: the tracker was already closed.
         """
+        check_source(source)
+        return self._consume(source)
+
+    async def _consume(self, source: AsyncIterable[EventInput] | ItemSource) -> None:
         if self._waiting.closed:
             raise TrackerClosed("cannot consume: the tracker is closed")
         machine = self._machine

@@ -13,12 +13,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from .._reducer import IgnoreReason
 from ..calls import Status
 from ..changes import ChangeListener
 from ..events import End
 from ..machine import ToolCallStateMachine
 
 FINISHED: Final = (Status.DONE, Status.ERROR)
+MAX_IGNORED: Final = 1000
+"""Ignored events the log keeps (for the SVG's marks); it counts the rest."""
+
+
+@dataclass(frozen=True)
+class IgnoredMark:
+    """An ignored event: where it came, the call it names (if any), why, and what it was."""
+
+    at: float
+    call_id: str | None
+    reason: IgnoreReason
+    event: object
 
 
 @dataclass
@@ -91,6 +104,10 @@ class CallLog(ChangeListener):
         self.end: float | None = None
         """Where the turn ended, once it has."""
         self.end_event: End | None = None
+        self.ignored: list[IgnoredMark] = []
+        """The first :data:`MAX_IGNORED` ignored events."""
+        self.ignored_count = 0
+        """How many events were ignored in all."""
         self.version = 0
         """Bumped on every change, so a view redraws only when something changed."""
         machine.subscribe(self, fragments=True)
@@ -122,6 +139,16 @@ class CallLog(ChangeListener):
         if record is not None:
             record.arg_bytes += len(text.encode("utf-8", "surrogatepass"))
             self.version += 1
+
+    def event_ignored(self, event: object, reason: IgnoreReason) -> None:
+        """Keep the first :data:`MAX_IGNORED` ignored events, and count them all."""
+        self.tick()
+        self.ignored_count += 1
+        if len(self.ignored) < MAX_IGNORED:
+            call_id = event.get("id") if isinstance(event, dict) else getattr(event, "id", None)
+            named = call_id if isinstance(call_id, str) else None
+            self.ignored.append(IgnoredMark(self.now, named, reason, event))
+        self.version += 1
 
     def turn_ended(self, end: End) -> None:
         """Note where the turn ended."""

@@ -17,7 +17,8 @@ from typing import IO, Any, Final
 
 import anyio
 
-from .. import ChangeListener, Status, ToolCall, ToolCallTracker, ToolRunner, tool
+from .. import Status, ToolCall, ToolCallTracker, ToolRunner, tool
+from ..changes import ChangeListener
 from ._calllog import CallLog
 from ._render import calls_table
 from ._text import clean, count, end_text, write

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from ..calls import Status, ToolCall
 from ._calllog import FINISHED, CallLog, CallRecord
+from ._render import calls_table, name_widths
 from ._text import clean, error_lines, summary_text, truncate
 
 PROGRESS_BYTES = 256 * 1024
@@ -29,6 +30,11 @@ REFRESH: Final = 1 / 12
 """Seconds between two redraws of the live table, at least."""
 MAX_ROWS: Final = 40
 """Calls shown in the live table (the latest ones; the summary lists them all)."""
+WIDE: Final = 100
+"""Columns from which the summary is a table with durations; narrower, it is the plain
+report's calls table (each call's arguments, result or error on the lines below it)."""
+ARGS_COLUMN: Final = 70
+"""Columns from which the live table shows each call's argument bytes."""
 
 _STYLES: Final = {
     Status.PENDING: "yellow",
@@ -98,19 +104,22 @@ class LiveView:
 
     def render(self, log: CallLog, done: int = 0, total: int | None = None) -> RenderableType:
         """The table (and the progress bar, for a long file)."""
-        table = Table(title=self._title, title_justify="left", expand=False, box=None)
-        table.add_column("id", overflow="fold", max_width=28)
-        table.add_column("tool", overflow="fold", max_width=24)
-        table.add_column("status")
-        table.add_column("args", justify="right")
-        table.add_column("pending", justify="right")
-        table.add_column("running", justify="right")
+        width = self._out.width
+        table = Table(expand=False, box=None)
+        _name_columns(table, width)
+        table.add_column("status", no_wrap=True)
+        args = width >= ARGS_COLUMN
+        if args:
+            table.add_column("args", justify="right", no_wrap=True)
+        table.add_column("pending", justify="right", no_wrap=True)
+        table.add_column("running", justify="right", no_wrap=True)
         if self._tools:
-            table.add_column("tool ran", justify="right")
+            table.add_column("tool ran", justify="right", no_wrap=True)
         records = list(log.calls.values())
         for record in records[-MAX_ROWS:]:
-            table.add_row(*_row(record, log, tools=self._tools))
-        parts: list[RenderableType] = [table]
+            table.add_row(*_row(record, log, tools=self._tools, args=args))
+        title = _one_line(self._title, "italic")  # a long path is shortened, not wrapped
+        parts: list[RenderableType] = [title, table]
         if len(records) > MAX_ROWS:
             parts.append(Text(f"(and {len(records) - MAX_ROWS} earlier calls)", style="dim"))
         position = log.unit(log.now) if log.timed else f"item {round(log.now)}"
@@ -121,16 +130,28 @@ class LiveView:
         return Group(*parts)
 
 
-def _row(record: CallRecord, log: CallLog, *, tools: bool) -> list[RenderableType]:
+def _name_columns(table: Table, width: int) -> None:
+    """The id and tool columns: shortened with an ellipsis to fit, never broken."""
+    id_width, name_width = name_widths(width)
+    table.add_column("id", no_wrap=True, overflow="ellipsis", max_width=id_width)
+    table.add_column("tool", no_wrap=True, overflow="ellipsis", max_width=name_width)
+
+
+def _one_line(text: str, style: str = "") -> Text:
+    return Text(text, style=style, no_wrap=True, overflow="ellipsis")
+
+
+def _row(record: CallRecord, log: CallLog, *, tools: bool, args: bool) -> list[RenderableType]:
     """One live row: id, tool, status, argument bytes, time pending and running."""
     spans = {status: (start, stop) for status, start, stop in record.spans(log.now)}
     status = record.status
     cells: list[RenderableType] = [
-        Text(clean(record.id)),
-        Text(clean(record.name)),
+        _one_line(clean(record.id)),
+        _one_line(clean(record.name)),
         Text(status.value, style=_STYLES[status]),
-        Text(f"{record.arg_bytes:,} B"),
     ]
+    if args:
+        cells.append(Text(f"{record.arg_bytes:,} B"))
     for state in (Status.PENDING, Status.RUNNING):
         span = spans.get(state)
         cells.append(Text("" if span is None else log.unit(span[1] - span[0])))
@@ -152,26 +173,30 @@ def summary(
     calls = list(calls)
     if not calls:
         out.print(Text("calls: none"))
+    elif width < WIDE:
+        for line in calls_table(calls, width):
+            out.print(Text(line))
     else:
         table = Table(title=f"calls ({len(calls)})", title_justify="left", box=None)
-        table.add_column("id", overflow="fold", max_width=28)
-        table.add_column("tool", overflow="fold", max_width=24)
-        table.add_column("status")
+        _name_columns(table, width)
+        table.add_column("status", no_wrap=True)
         if log is not None:
             table.add_column("args", justify="right")
             table.add_column("pending", justify="right")
             table.add_column("running", justify="right")
-        table.add_column("args / result / error", overflow="fold", ratio=1)
+        table.add_column("args / result / error", ratio=1)
         for call in calls:
             row: list[RenderableType] = [
-                Text(clean(call.id)),
-                Text(clean(call.name)),
+                _one_line(clean(call.id)),
+                _one_line(clean(call.name)),
                 Text(call.status.value, style=_STYLES[call.status]),
             ]
             record = None if log is None else log.calls.get(call.id)
             if log is not None:
                 row.extend(_durations(record, log))
-            row.append(Text(summary_text(call, width)))
+            text = summary_text(call, width)
+            # An error is shown whole, wrapped at words; a preview stays on one line.
+            row.append(Text(text) if call.status == Status.ERROR else _one_line(text))
             table.add_row(*row)
         out.print(table)
         for call in calls:

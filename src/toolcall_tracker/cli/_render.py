@@ -215,14 +215,28 @@ def _join_row(item: str, text: str, cells: Sequence[str]) -> str:
     return line.rstrip()
 
 
+def name_widths(width: int) -> tuple[int, int]:
+    """The most characters of an id and of a tool name shown at ``width`` columns.
+
+    Longer ones are shortened with ``...``, never broken across lines: at 60 columns an
+    id, a name and a status fit on one line.
+    """
+    if width >= 100:
+        return _ID_WIDTH, _NAME_WIDTH
+    if width >= 80:
+        return 20, 20
+    return 14, 12
+
+
 def calls_table(calls: Sequence[ToolCall], width: int) -> list[str]:
     """The calls table, fitted to ``width``: the last column wraps (or goes below)."""
     if not calls:
         return ["calls: none"]
+    id_width, name_width = name_widths(width)
     rows = [
         (
-            truncate(clean(call.id), _ID_WIDTH),
-            truncate(clean(call.name), _NAME_WIDTH),
+            truncate(clean(call.id), id_width),
+            truncate(clean(call.name), name_width),
             call.status.value,
         )
         for call in calls
@@ -255,7 +269,11 @@ def calls_table(calls: Sequence[ToolCall], width: int) -> list[str]:
 
 
 class ValidateReport:
-    """One ``validate`` verdict: ``ok   FILE: ...``, or ``FAIL FILE: ...`` and the problems."""
+    """One ``validate`` verdict: ``FILE: ok   ...``, or ``FILE: FAIL ...`` and the problems.
+
+    Every line starts with its file name and is never wrapped, so ``validate ... | grep
+    FAIL`` or ``| grep problem`` keeps the file each line is about.
+    """
 
     def __init__(self, width: int | None = None) -> None:
         self.width = terminal_width() if width is None else width
@@ -270,7 +288,6 @@ class ValidateReport:
 
     def write(self, replay: Replay, stream: IO[str]) -> bool:
         """Write the verdict and the problems; returns whether there were any."""
-        width = self.width
         problems = [
             f"call {clean(call.id)} ({clean(call.name)}) failed: "
             f"{bounded(clean(error_summary(call.error)))}"
@@ -283,14 +300,11 @@ class ValidateReport:
         lines: list[str] = []
         if not total:
             summary = f"{replay.format}, {count(len(replay.calls), 'call')}, turn ended ok"
-            lines.extend(wrap(f"ok   {path}: {summary}", width, "", "     "))
+            lines.append(f"{path}: ok   {summary}")
         else:
-            head = f"FAIL {path}: {replay.format}, {count(total, 'problem')}"
-            lines.extend(wrap(head, width, "", "     "))
-            for problem in problems:
-                lines.extend(wrap(problem, width, "  ", "    "))
-            for problem in self._ignored:
-                lines.extend(wrap(problem, width, "  ", "    "))
+            lines.append(f"{path}: FAIL {replay.format}, {count(total, 'problem')}")
+            lines.extend(f"{path}:   {problem}" for problem in problems)
+            lines.extend(f"{path}:   {problem}" for problem in self._ignored)
         for line in lines:
             write(stream, line + "\n")
         return bool(total)

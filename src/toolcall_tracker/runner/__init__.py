@@ -77,6 +77,7 @@ from ._pending import (
 from ._policy import DEFAULT_MAX_THREADS, RunPolicy, ToolOptions
 from ._progress import ProgressUpdate
 from ._resume import resume as _resume
+from ._run_turn import run_turn
 from ._store import (
     DEPRECATED,
     CallOutcome,
@@ -111,6 +112,7 @@ __all__ = [
     "ToolRunner",
     "merge_calls",
     "run_tools",
+    "run_turn",
 ]
 
 
