@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from toolcall_tracker import CallOutcome, Claim, InMemoryOutcomeStore
+from toolcall_tracker.runner import CallOutcome, Claim, InMemoryOutcomeStore
 
 
 class FlakyStore:

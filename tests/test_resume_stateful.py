@@ -33,7 +33,6 @@ from toolcall_tracker import (
     ApprovalDenied,
     ClaimFailed,
     OutcomeInDoubt,
-    PendingApprovals,
     RunControl,
     Status,
     ToolCall,
@@ -41,6 +40,7 @@ from toolcall_tracker import (
     ToolRunner,
     tool,
 )
+from toolcall_tracker.runner import PendingApprovals
 
 IDS = ("a", "b", "c")
 SECRET = b"a stateful test secret, 32 bytes"

@@ -26,18 +26,15 @@ from toolcall_tracker import (
     ClaimFailed,
     NotExecuted,
     RunControl,
-    RunnerEvent,
-    RunnerListener,
-    RunnerState,
     Status,
     ToolCall,
     ToolCallTracker,
-    ToolOptions,
     ToolRunner,
     run_tools,
     tool,
 )
 from toolcall_tracker.errors import CallFailure
+from toolcall_tracker.runner import RunnerEvent, RunnerListener, RunnerState, ToolOptions
 from toolcall_tracker.runner._control import link_of
 from toolcall_tracker.runner._guard import GuardOutcome
 

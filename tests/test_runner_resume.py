@@ -21,27 +21,29 @@ from _runner_helpers import by_id, call_events, from_list
 from _stores import FlakyStore, OldStore
 from conftest import DEADLINE
 from toolcall_tracker import (
-    ApprovalDecision,
     ApprovalRefused,
-    CallOutcome,
-    Claim,
     End,
-    InMemoryOutcomeStore,
     InvalidEvent,
     Limits,
     NotExecuted,
     OutcomeInDoubt,
-    OutcomeStore,
-    PendingApprovals,
     RunControl,
     Status,
     ToolCall,
     ToolCallTracker,
     ToolRunner,
-    merge_calls,
     tool,
 )
 from toolcall_tracker.failures import ApprovalDenied, CallCancelled, ClaimFailed, ToolRaised
+from toolcall_tracker.runner import (
+    ApprovalDecision,
+    CallOutcome,
+    Claim,
+    InMemoryOutcomeStore,
+    OutcomeStore,
+    PendingApprovals,
+    merge_calls,
+)
 from toolcall_tracker.runner._pending import _Signer
 
 pytestmark = pytest.mark.anyio

@@ -29,17 +29,9 @@ import pytest
 
 from _runner_helpers import call_events
 from conftest import DEADLINE
-from toolcall_tracker import (
-    RunControl,
-    RunnerEvent,
-    RunnerListener,
-    RunnerState,
-    ToolCall,
-    ToolCallTracker,
-    ToolRunner,
-    tool,
-)
+from toolcall_tracker import RunControl, ToolCall, ToolCallTracker, ToolRunner, tool
 from toolcall_tracker.errors import CallFailure
+from toolcall_tracker.runner import RunnerEvent, RunnerListener, RunnerState
 from toolcall_tracker.runner._control import link_of
 from toolcall_tracker.runner._guard import GuardOutcome
 from toolcall_tracker.runner._table import TRANSITIONS, Step

@@ -13,8 +13,8 @@ import anyio
 import pytest
 
 from conftest import DEADLINE
-from toolcall_tracker import CallOutcome, Claim, InMemoryOutcomeStore, OutcomeStore
 from toolcall_tracker.failures import ApprovalDenied, ToolRaised
+from toolcall_tracker.runner import CallOutcome, Claim, InMemoryOutcomeStore, OutcomeStore
 
 pytestmark = pytest.mark.anyio
 
