@@ -17,8 +17,9 @@ item straight into its machine); :func:`apply_stream` is the synchronous driver.
 
 from __future__ import annotations
 
+import inspect
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
 from ..events import Delta, End, Error, Ready, Result, Start
@@ -200,14 +201,69 @@ class AdaptedStream(Generic[ItemT]):
                 await close_source(target)
 
 
-def adapt(source: AsyncIterable[ItemT], adapter: Adapter[ItemT]) -> AdaptedStream[ItemT]:
-    """Translate an async stream of provider items into tracker events.
+def adapt(
+    source: AsyncIterable[ItemT] | Iterable[ItemT], adapter: Adapter[ItemT]
+) -> AdaptedStream[ItemT]:
+    """Translate a stream of provider items into tracker events.
 
     ``await tracker.consume(adapt(stream, OpenAIChatAdapter()))`` writes the events each
     item implies straight into the tracker, then what the end of the source implies (which
     includes the turn's ``End``). Iterated directly, the result yields the event models.
+
+    ``source`` is an async iterable (an SDK's async stream) or a synchronous one (boto3's
+    ``EventStream``, a sync client's stream, a list). A synchronous source is read in one
+    worker thread of its own, one item at a time, so the event loop never blocks on it;
+    when reading stops early (cancelled, an error) the worker closes it (its ``close()``)
+    and exits. A ``next()`` that never returns cannot be interrupted: that thread then
+    stays blocked (it is a daemon thread), and closing gives up after 5 s.
+
+    Raises:
+        TypeError: at once, for an adapter class instead of an instance, an un-awaited
+            coroutine (``client...create(...)`` without ``await``), or a source that is
+            not iterable; the message names the fix.
     """
-    return AdaptedStream(source, adapter)
+    _check_adapter(adapter)
+    if not hasattr(source, "__aiter__"):
+        source = _sync_source(source)
+    return AdaptedStream(source, adapter)  # type: ignore[arg-type]
+
+
+def _check_adapter(adapter: object) -> None:
+    """Raise the error that names the fix for an adapter that is not an adapter instance."""
+    if isinstance(adapter, type):
+        raise TypeError(
+            f"adapt() takes an adapter instance, not the class {adapter.__name__}: "
+            f"write adapt(stream, {adapter.__name__}())"
+        )
+    if not callable(getattr(adapter, "feed", None)) or not callable(getattr(adapter, "end", None)):
+        raise TypeError(
+            f"adapt() takes an adapter (an object with feed() and end(), such as "
+            f"OpenAIChatAdapter()), not {type(adapter).__name__}"
+        )
+
+
+def _sync_source(source: object) -> Any:
+    """A synchronous iterable as an async one read in a worker thread, or the fix's error."""
+    if inspect.iscoroutine(source):
+        name = getattr(source, "__qualname__", "the call")
+        source.close()  # no "never awaited" warning on top of this error
+        raise TypeError(
+            f"adapt() got a coroutine ({name}) instead of a stream: await it first, "
+            "adapt(await client.chat.completions.create(..., stream=True), adapter)"
+        )
+    if inspect.isawaitable(source):
+        raise TypeError(
+            f"adapt() got an awaitable {type(source).__name__} instead of a stream: "
+            "await it first, adapt(await ..., adapter)"
+        )
+    if isinstance(source, str | bytes | bytearray | Mapping) or not hasattr(source, "__iter__"):
+        raise TypeError(
+            f"adapt() takes a stream of provider items (an async or sync iterable), "
+            f"not {type(source).__name__}"
+        )
+    from .._syncstream import SyncStream  # anyio is loaded only for a synchronous source
+
+    return SyncStream(source)
 
 
 def apply_stream(sink: EventSink, items: Iterable[Any], adapter: Adapter[Any]) -> None:
