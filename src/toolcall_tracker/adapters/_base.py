@@ -20,11 +20,14 @@ from __future__ import annotations
 import inspect
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..events import Delta, End, Error, Ready, Result, Start
 from ..limits import Limits
 from ..sink import EventCollector, EventSink
+
+if TYPE_CHECKING:
+    from .._recognise import Probe
 
 __all__ = ["AdaptedStream", "Adapter", "AdapterEvent", "adapt", "apply_stream"]
 
@@ -133,7 +136,15 @@ class AdaptedStream(Generic[ItemT]):
     when it stops reading early (cancelled, or a malformed event).
     """
 
-    __slots__ = ("_adapter", "_done", "_pending", "_source", "_source_iter")
+    __slots__ = (
+        "_adapter",
+        "_done",
+        "_pending",
+        "_probe",
+        "_source",
+        "_source_iter",
+        "_watching",
+    )
 
     def __init__(self, source: AsyncIterable[ItemT], adapter: Adapter[ItemT]) -> None:
         self._source = source
@@ -141,6 +152,8 @@ class AdaptedStream(Generic[ItemT]):
         self._adapter = adapter
         self._pending: deque[AdapterEvent] = deque()
         self._done = False
+        self._probe = _probe_for(adapter)  # the wrong-adapter check of the first items
+        self._watching = self._probe is not None
 
     @property
     def adapter(self) -> Adapter[ItemT]:
@@ -159,8 +172,10 @@ class AdaptedStream(Generic[ItemT]):
                 item = await self.receive()
             except StopAsyncIteration:
                 self._done = True
-                pending.extend(self._adapter.end())
+                pending.extend(_with_verdict(self._probe, self._adapter.end()))
             else:
+                if self._watching:
+                    self._watching = self._probe is not None and self._probe.see(item)
                 pending.extend(self._adapter.feed(item))
         return pending.popleft()
 
@@ -173,6 +188,8 @@ class AdaptedStream(Generic[ItemT]):
 
     def write(self, item: ItemT, sink: EventSink) -> None:
         """Write the events ``item`` implies into ``sink``, through the adapter."""
+        if self._watching:
+            self._watching = self._probe is not None and self._probe.see(item)
         adapter: Any = self._adapter
         if isinstance(adapter, SinkAdapter):
             adapter.write(item, sink)
@@ -183,12 +200,7 @@ class AdaptedStream(Generic[ItemT]):
     def finish(self, sink: EventSink) -> None:
         """Write what the end of the source implies into ``sink`` (the turn's end)."""
         self._done = True
-        adapter: Any = self._adapter
-        if isinstance(adapter, SinkAdapter):
-            adapter.finish(sink)
-        else:
-            for event in adapter.end():
-                sink.apply(event)
+        _finish(self._adapter, sink, self._probe)
 
     async def aclose(self) -> None:
         """Stop: close the source (its ``aclose()`` or ``close()``) if it has one."""
@@ -272,21 +284,86 @@ def apply_stream(sink: EventSink, items: Iterable[Any], adapter: Adapter[Any]) -
     ``sink`` is a :class:`~toolcall_tracker.ToolCallStateMachine`, a
     :class:`~toolcall_tracker.ToolCallTracker` or any :class:`~toolcall_tracker.EventSink`.
     The synchronous counterpart of ``await tracker.consume(adapt(stream, adapter))``, for
-    recorded streams, tests and sync code; it uses the same path.
+    recorded streams, tests and sync code; it uses the same path, and the same
+    wrong-adapter check.
 
     Raises:
         InvalidEvent: an adapter produced a malformed event (a bug in the adapter).
     """
-    if isinstance(adapter, SinkAdapter):
+    _check_adapter(adapter)
+    probe = _probe_for(adapter)
+    iterator = iter(items)
+    if probe is not None:
+        for item in iterator:
+            _write(adapter, item, sink)
+            if not probe.see(item):
+                break
+    if isinstance(adapter, SinkAdapter):  # the rest (or all, unchecked): the fast path
         write = adapter.write
-        for item in items:
+        for item in iterator:
             write(item, sink)
+    else:
+        apply = sink.apply
+        feed = adapter.feed
+        for item in iterator:
+            for event in feed(item):
+                apply(event)
+    _finish(adapter, sink, probe)
+
+
+def _write(adapter: Adapter[Any], item: Any, sink: EventSink) -> None:
+    """Write one item's events into ``sink``."""
+    if isinstance(adapter, SinkAdapter):
+        adapter.write(item, sink)
+    else:
+        for event in adapter.feed(item):
+            sink.apply(event)
+
+
+def _finish(adapter: Adapter[Any], sink: EventSink, probe: Probe | None) -> None:
+    """Write the end of the stream; with the wrong-adapter check's reason, if it has one."""
+    reason = None if probe is None else probe.verdict()
+    if reason is not None:
+        sink = _EndWithReason(sink, reason)
+    if isinstance(adapter, SinkAdapter):
         adapter.finish(sink)
-        return
-    apply = sink.apply
-    feed = adapter.feed
-    for item in items:
-        for event in feed(item):
-            apply(event)
-    for event in adapter.end():
-        apply(event)
+    else:
+        for event in adapter.end():
+            sink.apply(event)
+
+
+def _probe_for(adapter: object) -> Probe | None:
+    """The wrong-adapter check for a registered adapter (``None`` for others)."""
+    from .._recognise import probe_for  # the registry is read on the first adapt()
+
+    return probe_for(adapter)
+
+
+def _with_verdict(probe: Probe | None, events: list[AdapterEvent]) -> list[AdapterEvent]:
+    """The end-of-stream events, the ``End`` carrying the wrong-adapter reason, if any."""
+    reason = None if probe is None else probe.verdict()
+    if reason is None:
+        return events
+    return [End(ok=False, reason=reason) if isinstance(event, End) else event for event in events]
+
+
+class _EndWithReason:
+    """A sink that passes everything on, but ends the turn not ok with ``reason``."""
+
+    def __init__(self, sink: EventSink, reason: str) -> None:
+        self._sink = sink
+        self._reason = reason
+        self.limits = sink.limits
+        self.write_start = sink.write_start
+        self.write_delta = sink.write_delta
+        self.write_ready = sink.write_ready
+        self.write_result = sink.write_result
+        self.write_error = sink.write_error
+
+    def apply(self, event: Any) -> None:
+        if isinstance(event, End) or (isinstance(event, Mapping) and event.get("type") == "end"):
+            event = End(ok=False, reason=self._reason)
+        self._sink.apply(event)
+
+    def write_end(self, ok: bool = True, reason: str | None = None) -> None:
+        self._sink.write_end(False, self._reason)

@@ -82,6 +82,7 @@ from contextlib import closing
 from typing import Final
 
 from .. import __version__
+from .._registry import formats as registered_formats
 from ._detect import FORMATS
 from ._input import InputError
 from ._json_out import JsonReport
@@ -245,7 +246,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    formats = ["auto", *FORMATS]
+    formats = ["auto", *registered_formats()]  # the registry, read now
     format_help = "the stream's format (default: auto, recognised from the items)"
 
     replay = commands.add_parser(
