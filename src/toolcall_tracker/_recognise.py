@@ -131,6 +131,14 @@ class Probe:
             return False
         return True
 
+    def refused(self, exc: TypeError, item: Any) -> TypeError:
+        """The adapter refused ``item`` (not an item of its kind at all): the same error,
+        naming the adapter that reads it, when the item is recognisably another format's."""
+        found = item_format(item)
+        if found is None or reads(self._provider, found):
+            return exc
+        return TypeError(f"{exc}; these items look like {get(found).title}; {use_instead(found)}")
+
     def verdict(self) -> str | None:
         """At the end of the stream: why the adapter read nothing, or ``None`` if it did."""
         if self._reason is None and self._seen and not self._read:

@@ -174,9 +174,18 @@ class AdaptedStream(Generic[ItemT]):
                 self._done = True
                 pending.extend(_with_verdict(self._probe, self._adapter.end()))
             else:
-                if self._watching:
-                    self._watching = self._probe is not None and self._probe.see(item)
-                pending.extend(self._adapter.feed(item))
+                probe = self._probe
+                if self._watching and probe is not None:
+                    self._watching = probe.see(item)
+                    try:
+                        pending.extend(self._adapter.feed(item))
+                    except TypeError as exc:
+                        refused = probe.refused(exc, item)
+                        if refused is exc:
+                            raise
+                        raise refused from exc
+                else:
+                    pending.extend(self._adapter.feed(item))
         return pending.popleft()
 
     async def receive(self) -> ItemT:
@@ -188,8 +197,11 @@ class AdaptedStream(Generic[ItemT]):
 
     def write(self, item: ItemT, sink: EventSink) -> None:
         """Write the events ``item`` implies into ``sink``, through the adapter."""
-        if self._watching:
-            self._watching = self._probe is not None and self._probe.see(item)
+        probe = self._probe
+        if self._watching and probe is not None:
+            self._watching = probe.see(item)
+            _write_watched(self._adapter, item, sink, probe)
+            return
         adapter: Any = self._adapter
         if isinstance(adapter, SinkAdapter):
             adapter.write(item, sink)
@@ -295,8 +307,9 @@ def apply_stream(sink: EventSink, items: Iterable[Any], adapter: Adapter[Any]) -
     iterator = iter(items)
     if probe is not None:
         for item in iterator:
-            _write(adapter, item, sink)
-            if not probe.see(item):
+            watching = probe.see(item)
+            _write_watched(adapter, item, sink, probe)
+            if not watching:
                 break
     if isinstance(adapter, SinkAdapter):  # the rest (or all, unchecked): the fast path
         write = adapter.write
@@ -318,6 +331,17 @@ def _write(adapter: Adapter[Any], item: Any, sink: EventSink) -> None:
     else:
         for event in adapter.feed(item):
             sink.apply(event)
+
+
+def _write_watched(adapter: Adapter[Any], item: Any, sink: EventSink, probe: Probe) -> None:
+    """Write one item of the checked window: a ``TypeError`` names the adapter that fits."""
+    try:
+        _write(adapter, item, sink)
+    except TypeError as exc:
+        refused = probe.refused(exc, item)
+        if refused is exc:
+            raise
+        raise refused from exc
 
 
 def _finish(adapter: Adapter[Any], sink: EventSink, probe: Probe | None) -> None:
