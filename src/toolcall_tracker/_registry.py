@@ -45,6 +45,27 @@ def has_field(item: Any, key: str) -> bool:
     return not isinstance(item, str | bytes) and hasattr(item, key)
 
 
+def type_in(names: frozenset[str]) -> Callable[[Any], bool]:
+    """A recognition: the item's ``type`` is one of ``names``."""
+
+    def recognise(item: Any) -> bool:
+        kind = item_field(item, "type")
+        return isinstance(kind, str) and kind in names
+
+    return recognise
+
+
+def any_field(keys: tuple[str, ...]) -> Callable[[Any], bool]:
+    """A recognition: the item has one of the fields ``keys``."""
+    return lambda item: any(has_field(item, key) for key in keys)
+
+
+def or_type(recognise: Callable[[Any], bool], *names: str) -> Callable[[Any], bool]:
+    """``recognise``, widened to items whose ``type`` is one of ``names`` (items an adapter
+    reads that say nothing of the format, such as an ``error`` event)."""
+    return lambda item: recognise(item) or item_field(item, "type") in names
+
+
 @dataclass(frozen=True)
 class Provider:
     """One stream format and everything this library knows of it.

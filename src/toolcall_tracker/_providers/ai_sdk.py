@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registry import Provider, item_field
+from .._registry import Provider, item_field, or_type
 
 _PREFIXES = (
     "tool-input-",
@@ -25,17 +25,12 @@ def recognise(item: Any) -> bool:
     return isinstance(kind, str) and (kind.startswith(_PREFIXES) or kind in _TYPES)
 
 
-def understands(item: Any) -> bool:
-    """Its own parts, and ``start`` and ``error`` (names the seed events share)."""
-    return recognise(item) or item_field(item, "type") in ("start", "error")
-
-
 PROVIDER = Provider(
     format="ai-sdk",
     title="AI SDK UI message stream parts",
     one="an AI SDK UI message stream part",
     recognise=recognise,
-    understands=understands,
+    understands=or_type(recognise, "start", "error"),  # names the seed events share
     adapter=".adapters.ai_sdk:AISDKAdapter",
     rank=50,
 )

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from .._registry import Provider, item_field
+from .._registry import Provider, or_type, type_in
 
 _TYPES = frozenset(
     {
@@ -19,15 +17,8 @@ _TYPES = frozenset(
 )
 
 
-def recognise(item: Any) -> bool:
-    """An event of one of the Messages stream's ``type`` names."""
-    kind = item_field(item, "type")
-    return isinstance(kind, str) and kind in _TYPES
-
-
-def understands(item: Any) -> bool:
-    """Its own events, and an ``error`` event (which says nothing of the format)."""
-    return recognise(item) or item_field(item, "type") == "error"
+recognise = type_in(_TYPES)
+"""An event of one of the Messages stream's ``type`` names."""
 
 
 PROVIDER = Provider(
@@ -35,7 +26,7 @@ PROVIDER = Provider(
     title="Anthropic events",
     one="an Anthropic event",
     recognise=recognise,
-    understands=understands,
+    understands=or_type(recognise, "error"),  # an error event says nothing of the format
     adapter=".adapters.anthropic:AnthropicAdapter",
     tools=".tools:anthropic_tools",
     messages=".feedback:anthropic_messages",

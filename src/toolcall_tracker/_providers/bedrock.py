@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from .._registry import Provider, has_field
+from .._registry import Provider, any_field
 
 _KEYS = (
     "messageStart",
@@ -15,9 +13,8 @@ _KEYS = (
 )
 
 
-def recognise(item: Any) -> bool:
-    """An event dict keyed by its event type (``contentBlockDelta``...)."""
-    return any(has_field(item, key) for key in _KEYS)
+recognise = any_field(_KEYS)
+"""An event dict keyed by its event type (``contentBlockDelta``...)."""
 
 
 PROVIDER = Provider(

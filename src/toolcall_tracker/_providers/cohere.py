@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from .._registry import Provider, item_field
+from .._registry import Provider, type_in
 
 _TYPES = frozenset(
     {
@@ -23,10 +21,8 @@ _TYPES = frozenset(
 )
 
 
-def recognise(item: Any) -> bool:
-    """An event of one of the v2 chat stream's ``type`` names."""
-    kind = item_field(item, "type")
-    return isinstance(kind, str) and kind in _TYPES
+recognise = type_in(_TYPES)
+"""An event of one of the v2 chat stream's ``type`` names."""
 
 
 PROVIDER = Provider(

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registry import Provider, has_field
+from .._registry import Provider, any_field, has_field
 
 _KEYS = ("candidates", "promptFeedback", "prompt_feedback", "usageMetadata", "usage_metadata")
 
 
-def recognise(item: Any) -> bool:
-    """A response chunk: ``candidates``, prompt feedback or usage metadata."""
-    return any(has_field(item, key) for key in _KEYS)
+recognise = any_field(_KEYS)
+"""A response chunk: ``candidates``, prompt feedback or usage metadata."""
 
 
 def understands(item: Any) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registry import Provider, item_field
+from .._registry import Provider, item_field, or_type
 
 
 def recognise(item: Any) -> bool:
@@ -13,17 +13,12 @@ def recognise(item: Any) -> bool:
     return isinstance(kind, str) and kind.startswith("response.")
 
 
-def understands(item: Any) -> bool:
-    """Its own events, and an ``error`` event (which says nothing of the format)."""
-    return recognise(item) or item_field(item, "type") == "error"
-
-
 PROVIDER = Provider(
     format="openai-responses",
     title="OpenAI Responses events",
     one="an OpenAI Responses event",
     recognise=recognise,
-    understands=understands,
+    understands=or_type(recognise, "error"),  # an error event says nothing of the format
     adapter=".adapters.openai_responses:OpenAIResponsesAdapter",
     tools=".tools:openai_responses_tools",
     messages=".feedback:openai_responses_items",
