@@ -3,16 +3,19 @@ its misuse errors: an adapter class, an un-awaited coroutine, a value that is no
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import DEADLINE
 from toolcall_tracker import Status, ToolCallTracker
-from toolcall_tracker._syncstream import THREAD_NAME
+from toolcall_tracker._syncstream import THREAD_NAME, SyncStream
 from toolcall_tracker.adapters import BedrockConverseAdapter, OpenAIChatAdapter, adapt
 
 pytestmark = pytest.mark.anyio
@@ -194,3 +197,85 @@ def test_an_unawaited_coroutine_is_refused_at_the_call_site() -> None:
 def test_a_value_that_is_no_stream_is_refused(value: Any) -> None:
     with pytest.raises(TypeError, match="takes a stream of provider items"):
         adapt(value, OpenAIChatAdapter())
+
+
+# -- the seam as a model: random streams, faults and early stops --------------------------
+
+
+class Scripted:
+    """A sync iterator of ``count`` items that raises at ``fail_at`` (if set); records close."""
+
+    def __init__(self, count: int, fail_at: int | None) -> None:
+        self.count, self.fail_at = count, fail_at
+        self.given = 0
+        self.closed = 0
+        self.threads: set[str] = set()
+
+    def __iter__(self) -> Scripted:
+        return self
+
+    def __next__(self) -> int:
+        self.threads.add(threading.current_thread().name)
+        if self.given == self.fail_at:
+            raise ValueError(f"fault at {self.given}")
+        if self.given >= self.count:
+            raise StopIteration
+        self.given += 1
+        return self.given - 1
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def model(count: int, fail_at: int | None, stop_after: int | None) -> tuple[list[int], str]:
+    """What a consumer of ``Scripted(count, fail_at)`` sees: its items, and how it stopped
+    (``"raised"``, ``"ended"`` or ``"stopped"``, its own early break)."""
+    got: list[int] = []
+    for index in itertools.count():
+        if index == fail_at:
+            return got, "raised"
+        if index >= count:
+            return got, "ended"
+        got.append(index)
+        if stop_after is not None and len(got) >= stop_after:
+            return got, "stopped"
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@settings(max_examples=40, deadline=None)
+@given(
+    count=st.integers(0, 5),
+    fail_at=st.none() | st.integers(0, 6),
+    stop_after=st.none() | st.integers(1, 6),
+)
+def test_the_sync_stream_follows_its_model(
+    backend: str, count: int, fail_at: int | None, stop_after: int | None
+) -> None:
+    """Items arrive in order, read on the worker only; a fault in ``next()`` propagates as
+    itself; the iterator is closed once exactly when the consumer did not see its end (a
+    fault or an early stop), never after its natural end; no worker thread is left."""
+    source = Scripted(count, fail_at)
+    got: list[int] = []
+    how = "ended"
+
+    async def main() -> None:
+        nonlocal how
+        with anyio.fail_after(DEADLINE):
+            stream = SyncStream(source)
+            try:
+                async for item in stream:
+                    got.append(item)
+                    if stop_after is not None and len(got) >= stop_after:
+                        how = "stopped"
+                        break
+            except ValueError as exc:
+                how = "raised" if str(exc) == f"fault at {fail_at}" else f"other: {exc}"
+            await stream.aclose()
+            await stream.aclose()  # idempotent
+
+    anyio.run(main, backend=backend)
+    assert (got, how) == model(count, fail_at, stop_after)
+    assert source.threads <= {THREAD_NAME}
+    assert source.closed == (0 if how == "ended" else 1)
+    assert _workers() == []
