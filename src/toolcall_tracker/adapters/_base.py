@@ -197,10 +197,8 @@ class AdaptedStream(Generic[ItemT]):
 
     def write(self, item: ItemT, sink: EventSink) -> None:
         """Write the events ``item`` implies into ``sink``, through the adapter."""
-        probe = self._probe
-        if self._watching and probe is not None:
-            self._watching = probe.see(item)
-            _write_watched(self._adapter, item, sink, probe)
+        if self._watching:  # the first items only: the wrong-adapter check
+            self._write_watched(item, sink)
             return
         adapter: Any = self._adapter
         if isinstance(adapter, SinkAdapter):
@@ -208,6 +206,12 @@ class AdaptedStream(Generic[ItemT]):
         else:
             for event in adapter.feed(item):
                 sink.apply(event)
+
+    def _write_watched(self, item: ItemT, sink: EventSink) -> None:
+        probe = self._probe
+        assert probe is not None  # watching implies a probe
+        self._watching = probe.see(item)
+        _write_watched(self._adapter, item, sink, probe)
 
     def finish(self, sink: EventSink) -> None:
         """Write what the end of the source implies into ``sink`` (the turn's end)."""
@@ -238,8 +242,9 @@ def adapt(
     ``EventStream``, a sync client's stream, a list). A synchronous source is read in one
     worker thread of its own, one item at a time, so the event loop never blocks on it;
     when reading stops early (cancelled, an error) the worker closes it (its ``close()``)
-    and exits. A ``next()`` that never returns cannot be interrupted: that thread then
-    stays blocked (it is a daemon thread), and closing gives up after 5 s.
+    and exits (``consume`` does this; iterating the result yourself, call ``aclose()`` if
+    you stop before its end). A ``next()`` that never returns cannot be interrupted: that
+    thread then stays blocked (it is a daemon thread), and closing gives up after 5 s.
 
     Raises:
         TypeError: at once, for an adapter class instead of an instance, an un-awaited
