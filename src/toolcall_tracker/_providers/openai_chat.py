@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registry import Provider, item_field
+from .._registry import Provider, item_field, or_type
 
 
 def recognise(item: Any) -> bool:
@@ -24,6 +24,7 @@ PROVIDER = Provider(
     title="OpenAI Chat Completions chunks",
     one="an OpenAI Chat Completions chunk",
     recognise=recognise,
+    understands=or_type(recognise, "chunk"),  # the SDK's .stream() helper: ChunkEvent
     adapter=".adapters.openai_chat:OpenAIChatAdapter",
     tools=".tools:openai_chat_tools",
     messages=".feedback:openai_chat_messages",
