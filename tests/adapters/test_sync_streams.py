@@ -193,6 +193,19 @@ def test_an_unawaited_coroutine_is_refused_at_the_call_site() -> None:
     assert coroutine.cr_frame is None  # closed: no "never awaited" warning either
 
 
+def test_a_generator_function_is_refused_with_the_call_to_make() -> None:
+    async def stream() -> Any:
+        yield START
+
+    def sync_stream() -> Iterator[dict[str, Any]]:
+        yield START
+
+    with pytest.raises(TypeError, match=r"call it, adapt\(stream\(\), adapter\)"):
+        adapt(stream, OpenAIChatAdapter())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"adapt\(sync_stream\(\), adapter\)"):
+        adapt(sync_stream, OpenAIChatAdapter())  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("value", ["data: {}", b"{}", {"choices": []}, 42])
 def test_a_value_that_is_no_stream_is_refused(value: Any) -> None:
     with pytest.raises(TypeError, match="takes a stream of provider items"):

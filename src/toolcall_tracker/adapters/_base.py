@@ -285,6 +285,12 @@ def _sync_source(source: object) -> Any:
             f"adapt() got an awaitable {type(source).__name__} instead of a stream: "
             "await it first, adapt(await ..., adapter)"
         )
+    if inspect.isasyncgenfunction(source) or inspect.isgeneratorfunction(source):
+        name = getattr(source, "__name__", "stream")
+        raise TypeError(
+            f"adapt() got the generator function {name} instead of a stream: call it, "
+            f"adapt({name}(), adapter)"
+        )
     if isinstance(source, str | bytes | bytearray | Mapping) or not hasattr(source, "__iter__"):
         raise TypeError(
             f"adapt() takes a stream of provider items (an async or sync iterable), "
