@@ -121,6 +121,8 @@ def test_line_forms_bytes_newlines_and_sse_data_lines() -> None:
         '8:[{"note":1}]',
         'f:{"messageId":"m"}',
         "9:{not json",
+        "9:" + "[" * 100_000 + "]" * 100_000,  # nested too deeply for json
+        "c:" + "{" * 50_000,
         "c:[1,2]",
         "not a part",
         "",

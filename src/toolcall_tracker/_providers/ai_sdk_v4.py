@@ -114,7 +114,7 @@ class AISDKDataStreamAdapter(AISDKAdapter):
             return  # text, reasoning, data, annotations, steps: nothing about calls
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply to read
             logger.debug("ai_sdk_v4: ignored a part whose JSON does not parse: %.200r", item)
             return
         part = _part(code, value)
