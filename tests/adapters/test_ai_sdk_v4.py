@@ -13,6 +13,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import DEADLINE
 from toolcall_tracker import Status, ToolCallTracker, tool_call_streaming_state_machine
@@ -171,3 +173,59 @@ def test_the_command_line_replays_and_validates_v4_lines(
     mismatch = RECORDED / "vercel_tool_call_streaming_extra_brace.txt"
     assert main(["validate", str(mismatch)]) == 1  # the call failed: a FAIL line
     assert "FAIL" in capsys.readouterr().out
+
+
+# -- any sequence of parts: never raises, and nothing runs with arguments it was not given --
+
+IDS = st.sampled_from(["c1", "c2", "", "x" * 300])
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _line(code: str, value: Any) -> str:
+    return f"{code}:{json.dumps(value)}"
+
+
+PARTS = st.one_of(
+    st.builds(
+        lambda i, n: _line("b", {"toolCallId": i, "toolName": n}),
+        IDS,
+        st.sampled_from(["f", "g", 3]),
+    ),
+    st.builds(
+        lambda i, t: _line("c", {"toolCallId": i, "argsTextDelta": t}),
+        IDS,
+        st.sampled_from(['{"a":', "1}", "", "[", 5]),
+    ),
+    st.builds(lambda i, a: _line("9", {"toolCallId": i, "toolName": "f", "args": a}), IDS, JSONISH),
+    st.builds(lambda i, r: _line("a", {"toolCallId": i, "result": r}), IDS, JSONISH),
+    st.builds(lambda r: _line("e", {"finishReason": r}), st.sampled_from(["stop", "tool-calls"])),
+    st.builds(lambda r: _line("d", {"finishReason": r}), st.sampled_from(["stop", "length", None])),
+    st.builds(lambda t: _line("3", t), st.text(max_size=5)),
+    st.text(max_size=12),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(PARTS, max_size=14))
+def test_any_sequence_of_parts(lines: list[str]) -> None:
+    machine = replay(lines)  # never raises
+    assert machine.end is not None  # every stream ends its turn
+    given: dict[str, Any] = {}
+    for line in lines:
+        if line.startswith("9:"):
+            part = json.loads(line[2:])
+            args = part["args"]
+            given.setdefault(part["toolCallId"], {} if args is None else args)  # null: {}
+    for call in machine.list():
+        if call.status in (Status.RUNNING, Status.DONE) and call.id in given:
+            # a call that became ready through its 9: line has exactly that line's args
+            # (no args, null, is the empty object, as for the UI stream's missing input)
+            assert json.dumps(call.args, sort_keys=True) == json.dumps(
+                given[call.id], sort_keys=True
+            )
