@@ -173,3 +173,15 @@ def test_recognition_never_raises_on_odd_items() -> None:
 
     for value in (None, 1, "0:x", b"{}", [], {}, Hostile(), {"type": 3}, {"choices": 1}):
         item_format(value)  # no exception: at most "nothing"
+
+
+@pytest.mark.anyio
+async def test_text_lines_through_an_openai_adapter_name_the_fit(anyio_backend: str) -> None:
+    lines = ['9:{"toolCallId":"c1","toolName":"f","args":{}}', 'd:{"finishReason":"stop"}']
+    fix = "these items look like AI SDK v4 data stream lines; use AISDKDataStreamAdapter"
+    with anyio.fail_after(DEADLINE):
+        with pytest.raises(TypeError, match=f"got str: .*; {fix}$"):
+            [event async for event in adapt(lines, OpenAIChatAdapter())]
+        async with ToolCallTracker() as tracker:
+            with pytest.raises(TypeError, match=f"; {fix}$"):
+                await tracker.consume(adapt(lines, OpenAIChatAdapter()))

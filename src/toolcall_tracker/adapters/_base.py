@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import inspect
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..events import Delta, End, Error, Ready, Result, Start
@@ -177,13 +178,8 @@ class AdaptedStream(Generic[ItemT]):
                 probe = self._probe
                 if self._watching and probe is not None:
                     self._watching = probe.see(item)
-                    try:
+                    with _naming_the_fit(probe, item):
                         pending.extend(self._adapter.feed(item))
-                    except TypeError as exc:
-                        refused = probe.refused(exc, item)
-                        if refused is exc:
-                            raise
-                        raise refused from exc
                 else:
                     pending.extend(self._adapter.feed(item))
         return pending.popleft()
@@ -346,8 +342,16 @@ def _write(adapter: Adapter[Any], item: Any, sink: EventSink) -> None:
 
 def _write_watched(adapter: Adapter[Any], item: Any, sink: EventSink, probe: Probe) -> None:
     """Write one item of the checked window: a ``TypeError`` names the adapter that fits."""
-    try:
+    with _naming_the_fit(probe, item):
         _write(adapter, item, sink)
+
+
+@contextmanager
+def _naming_the_fit(probe: Probe, item: Any) -> Iterator[None]:
+    """An adapter's ``TypeError`` for ``item`` (not an item of its kind at all), re-raised
+    naming the adapter that reads it when the item is recognisably another format's."""
+    try:
+        yield
     except TypeError as exc:
         refused = probe.refused(exc, item)
         if refused is exc:
