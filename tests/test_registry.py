@@ -180,3 +180,21 @@ def test_provider_tools_and_messages_are_the_named_functions() -> None:
         provider_tools("ai-sdk", [add])
     with pytest.raises(ValueError, match="the seed format has no result messages"):
         provider_messages("seed", [call])
+
+
+def test_the_providers_page_lists_every_format_with_its_adapter() -> None:
+    page = (ROOT / "docs" / "providers.md").read_text(encoding="utf-8")
+    for provider in providers():
+        if provider.adapter is None:
+            continue
+        row = next(
+            (line for line in page.splitlines() if line.startswith(f"| `{provider.format}` |")),
+            None,
+        )
+        assert row is not None, f"docs/providers.md has no row for {provider.format}"
+        assert f"`{provider.adapter_name}`" in row
+        for ref in (provider.tools, provider.messages):
+            if ref is not None:
+                assert f"`{ref.rpartition(':')[2]}`" in row
+        if provider.extra is not None:
+            assert f"`{provider.extra}`" in row
