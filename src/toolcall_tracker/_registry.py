@@ -126,24 +126,25 @@ class Provider:
         return found
 
 
-_found: list[Provider] | None = None
-_added: list[Provider] = []
+_declared: list[Provider] | None = None  # the modules of _providers, found once
+_added: list[Provider] = []  # registered at run time
+_sorted: list[Provider] | None = None  # both, in rank order (rebuilt after a change)
 
 
 def providers() -> list[Provider]:
-    """Every registered provider, in recognition order."""
-    global _found
-    if _found is None:
-        package = importlib.import_module(f"{_PACKAGE}._providers")
-        declared: list[Provider] = []
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            if not info.name.startswith("_"):
-                module = importlib.import_module(f"{package.__name__}.{info.name}")
-                declared.append(module.PROVIDER)
-        _found = declared
-    found = [*_found, *_added]
-    found.sort(key=lambda provider: provider.rank)
-    return found
+    """Every registered provider, in rank order (a shared list: do not change it)."""
+    global _declared, _sorted
+    if _sorted is None:
+        if _declared is None:
+            package = importlib.import_module(f"{_PACKAGE}._providers")
+            modules = sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
+            _declared = [
+                importlib.import_module(f"{package.__name__}.{info.name}").PROVIDER
+                for info in modules
+                if not info.name.startswith("_")
+            ]
+        _sorted = sorted([*_declared, *_added], key=lambda provider: provider.rank)
+    return _sorted
 
 
 def formats() -> list[str]:
@@ -180,5 +181,13 @@ def register(provider: Provider) -> Callable[[], None]:
     """
     if provider.format in formats():
         raise ValueError(f"a provider of format {provider.format!r} is registered already")
+    global _sorted
     _added.append(provider)
-    return lambda: _added.remove(provider)
+    _sorted = None
+
+    def remove() -> None:
+        global _sorted
+        _added.remove(provider)
+        _sorted = None
+
+    return remove
