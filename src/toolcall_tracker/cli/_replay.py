@@ -149,21 +149,24 @@ def _run(
     if watch is not None:
         watch.attach(machine, reader)
     votes: dict[str, int] = {}  # per format, the items distinctive of it
+    provider = get(fmt)
+    readable = {fmt, *provider.accepts}  # the formats the adapter reads
+    read = False  # an item of those came: the votes are no longer needed
 
     def take(item: Item) -> None:
-        """Count the item and its format; tell the watch."""
+        """Count the item and (until one the adapter reads came) its format; tell the watch."""
+        nonlocal read
         result.items += 1
-        found = item_format(item.value)
-        if found is not None:
-            votes[found] = votes.get(found, 0) + 1
+        if not read:
+            found = item_format(item.value)
+            if found is not None:
+                votes[found] = votes.get(found, 0) + 1
+                read = found in readable
         if watch is not None:
             watch.item(item)
 
-    provider = get(fmt)
-
     def check() -> None:
         """No call, and no item of the format: the wrong format (say which one fits)."""
-        read = any(votes.get(found) for found in (fmt, *provider.accepts))
         if result.items and not read and not machine.list():
             raise InputError(mismatch(fmt, result.items, votes))
 
