@@ -23,26 +23,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from _headstart_streams import Replay
+from _headstart_streams import FORMATS, Replay
 
 from toolcall_tracker import ToolCallTracker, ToolRunner, tool
-from toolcall_tracker.adapters import (
-    AISDKAdapter,
-    AnthropicAdapter,
-    GeminiAdapter,
-    OpenAIChatAdapter,
-    OpenAIResponsesAdapter,
-    adapt,
-)
+from toolcall_tracker._registry import get
+from toolcall_tracker.adapters import OpenAIChatAdapter, adapt
 
+# The adapters of the formats the head-start streams are rendered in, from the registry.
 ADAPTERS: dict[str, Callable[[], Any]] = {
-    "openai_chat": OpenAIChatAdapter,
-    "openai_chat_eager": lambda: OpenAIChatAdapter(eager=True),
-    "openai_responses": OpenAIResponsesAdapter,
-    "anthropic": AnthropicAdapter,
-    "gemini": GeminiAdapter,
-    "ai_sdk": AISDKAdapter,
+    fmt: get(fmt.replace("_", "-")).load("adapter") for fmt in FORMATS
 }
+ADAPTERS["openai_chat_eager"] = lambda: OpenAIChatAdapter(eager=True)
 
 
 def synthetic_tools(latencies: dict[str, float]) -> ToolRunner:

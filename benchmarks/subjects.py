@@ -25,6 +25,7 @@ from _dict_streams import floor_bedrock_dicts, floor_cohere_dicts
 from pydantic_core import from_json
 
 from toolcall_tracker import ToolCallTracker, tool_call_streaming_state_machine
+from toolcall_tracker._registry import get as get_provider
 
 RunFn = Callable[[list[Any], bool, int], tuple[int, Any]]
 BodyFn = Callable[[list[Any], bool], Any]
@@ -231,6 +232,15 @@ def _consume(backend: str, wrap: Callable[[Any], Any] | None = None) -> RunFn:
         return result
 
     return run
+
+
+def _adapter_ref(fmt: str) -> tuple[str, str]:
+    """``(module under toolcall_tracker.adapters, class name)`` of format ``fmt``'s adapter,
+    as the provider registry declares it."""
+    ref = get_provider(fmt).adapter
+    assert ref is not None, f"{fmt} has no adapter"
+    module, _, cls_name = ref.partition(":")
+    return module.rpartition(".")[2], cls_name
 
 
 def _adapter_run(module: str, cls_name: str) -> tuple[RunFn | None, str]:
@@ -485,10 +495,10 @@ def all_subjects() -> list[Subject]:
     except ImportError as exc:
         subjects[-1].run, subjects[-1].skip = None, f"trio not installed ({exc})"
 
-    adapters = {
-        "chat": ("openai", "OpenAIChatAdapter"),
-        "responses": ("openai", "OpenAIResponsesAdapter"),
-        "anthropic": ("anthropic", "AnthropicAdapter"),
+    adapters = {  # each workload family's format, its adapter from the provider registry
+        "chat": _adapter_ref("openai-chat"),
+        "responses": _adapter_ref("openai-responses"),
+        "anthropic": _adapter_ref("anthropic"),
     }
     competitors: dict[str, list[tuple[str, Callable[[], tuple[RunFn | None, str]], str]]] = {
         "chat": [
@@ -522,9 +532,10 @@ def all_subjects() -> list[Subject]:
             subjects.append(
                 Subject(name, objects, "competitor", run, objects, True, note=note, skip=why)
             )
-    for provider, cls_name in (("bedrock", "BedrockConverseAdapter"), ("cohere", "CohereAdapter")):
+    for provider in ("bedrock", "cohere"):
         dicts = f"{provider}-dicts"  # dicts only: no official-client accumulator to compare
         subjects.append(Subject("floor", dicts, "floor", FLOORS[dicts], note="bare loop"))
-        run, why = _adapter_run(provider, cls_name)
+        module, cls_name = _adapter_ref(provider)
+        run, why = _adapter_run(module, cls_name)
         subjects.append(Subject(f"{cls_name} + tracker", dicts, "adapter", run, dicts, skip=why))
     return subjects

@@ -86,6 +86,7 @@ __all__ = [
     "ollama_messages",
     "openai_chat_messages",
     "openai_responses_items",
+    "provider_messages",
     "result_text",
 ]
 
@@ -378,3 +379,22 @@ def ollama_messages(
 
 def _with_id(call: ToolCall, include_id: bool, **fields: Any) -> dict[str, Any]:
     return {"id": _plain_text(call.id), **fields} if include_id else fields
+
+
+def provider_messages(fmt: str, calls: Iterable[ToolCall], **options: Any) -> list[Any]:
+    """The result messages of format ``fmt``, by its name (the provider registry's).
+
+    ``provider_messages("anthropic", calls)`` is ``anthropic_messages(calls)``;
+    ``options`` (``include_calls``, ``notes``...) are passed on. Useful when the
+    provider is chosen at run time, e.g. from configuration.
+
+    Raises:
+        ValueError: no format has that name, or it has no result messages (``ai-sdk``).
+    """
+    from ._registry import get
+
+    provider = get(fmt)
+    if provider.messages is None:
+        raise ValueError(f"the {fmt} format has no result messages")
+    build: Any = provider.load("messages")
+    return list(build(calls, **options))

@@ -57,6 +57,7 @@ __all__ = [
     "gemini_tools",
     "openai_chat_tools",
     "openai_responses_tools",
+    "provider_tools",
     "tool",
     "tools_by_name",
 ]
@@ -430,6 +431,25 @@ def tools_by_name(tools: ToolsInput) -> dict[str, Tool[..., Any]]:
             raise ValueError(f"two tools are named {spec.name!r}")
         result[spec.name] = spec
     return result
+
+
+def provider_tools(fmt: str, tools: ToolsInput) -> list[Any]:
+    """The tool definitions of format ``fmt``, by its name (the provider registry's).
+
+    ``provider_tools("anthropic", tools)`` is ``anthropic_tools(tools)``; useful when the
+    provider is chosen at run time, e.g. from configuration.
+
+    Raises:
+        ValueError: no format has that name, or it has no tool definitions (``ai-sdk``:
+            the AI SDK declares tools in TypeScript), or a tool name is invalid.
+    """
+    from ._registry import get
+
+    provider = get(fmt)
+    if provider.tools is None:
+        raise ValueError(f"the {fmt} format has no tool definitions")
+    render: Any = provider.load("tools")
+    return list(render(tools))
 
 
 # The provider renderers live in their own module (re-exported here, their public home);

@@ -250,9 +250,12 @@ class ToolCallTracker:
                 return False
             try:
                 apply(event)
-            except InvalidEvent:
+            except InvalidEvent as exc:
                 if not self._skip_invalid:
-                    raise
+                    hinted = _with_hint(exc, event)
+                    if hinted is exc:
+                        raise
+                    raise hinted from exc
                 self._machine.ignore(event, IgnoreReason.INVALID_EVENT)
                 continue
             if waiting.woke:  # a waiting task can run now: let it start
@@ -417,3 +420,13 @@ class ToolCallTracker:
         raise TrackerClosed(
             "this tracker is closed and accepts no more events; use a new tracker for the next turn"
         )
+
+
+def _with_hint(exc: InvalidEvent, event: object) -> InvalidEvent:
+    """``exc``, or, for a provider item passed without ``adapt()``, the same naming the fix."""
+    from ._recognise import raw_item_hint  # only on this error path: no cost per event
+
+    hint = raw_item_hint(event)
+    if hint is None:
+        return exc
+    return InvalidEvent(f"{exc}; {hint}", event)

@@ -16,11 +16,17 @@ JSON; no adapter imports a provider SDK.
 - :class:`AISDKAdapter`: Vercel AI SDK UI message stream parts; :class:`AISDKEncoder` goes
   the other way, from tracker events to those parts (:class:`AISDKListener`: the same
   parts from a tracker's change feed).
+- :class:`AISDKDataStreamAdapter`: the AI SDK v4 data stream protocol's lines (``9:{...}``).
+
+An adapter declared only in the provider registry (a provider's one file, see
+``docs/providers.md``) is importable from here by its class name too.
 
 Every adapter honours the :class:`~toolcall_tracker.Limits` of the machine or tracker it
 writes into (``feed`` / ``end``: its own ``limits=``): ids and names past the limits fail
 or re-id only their own call, and no adapter keeps argument text beyond them.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ._base import AdaptedStream, Adapter, AdapterEvent, adapt, apply_stream
 from .ai_sdk import AISDKAdapter, AISDKEncoder, AISDKListener, encode_ai_sdk
@@ -33,8 +39,12 @@ from .ollama import OllamaAdapter, OllamaMalformedToolCall
 from .openai_chat import OpenAIChatAdapter
 from .openai_responses import OpenAIResponsesAdapter
 
+if TYPE_CHECKING:
+    from .._providers.ai_sdk_v4 import AISDKDataStreamAdapter
+
 __all__ = [
     "AISDKAdapter",
+    "AISDKDataStreamAdapter",
     "AISDKEncoder",
     "AISDKListener",
     "AdaptedStream",
@@ -56,3 +66,13 @@ __all__ = [
     "apply_stream",
     "encode_ai_sdk",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """An adapter class declared in the provider registry, by its class name."""
+    from .._registry import providers  # only for names not defined above
+
+    for provider in providers():
+        if provider.adapter is not None and provider.adapter_name == name:
+            return provider.load("adapter")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,11 +35,14 @@ Input files (``-`` reads standard input) hold one of:
   ``ConverseStream`` sends), recognised by its first message's prelude CRC; each message
   is checked (lengths, CRCs, at most 16 MiB) and becomes the event dict boto3 yields.
 
-Every item is a JSON object. ``--format auto`` (the default) recognises the format from
+Every item is a JSON object, except in a line protocol's text lines (the AI SDK v4 data
+stream, ``9:{...}``, read line by line). The formats are those of the provider registry
+(the private ``_registry``). ``--format auto`` (the default) recognises the format from
 the items' shapes: ``seed`` (the protocol's own ``start``/``delta``/``ready``/``result``/
 ``error``/``end`` events), ``openai-chat`` (Chat Completions chunks), ``openai-responses``
 (Responses API events), ``anthropic`` (Messages stream events), ``gemini``
 (``GenerateContentResponse`` chunks), ``ai-sdk`` (Vercel AI SDK UI message parts),
+``ai-sdk-v4`` (AI SDK v4 data stream lines),
 ``bedrock`` (Bedrock ``ConverseStream`` event dicts or a raw body), ``cohere`` (v2 chat
 stream events), ``ollama`` (native ``/api/chat`` lines) or ``mistral`` (dumped
 ``mistralai`` ``CompletionEvent`` objects; Mistral's wire chunks are Chat Completions
@@ -82,6 +85,7 @@ from contextlib import closing
 from typing import Final
 
 from .. import __version__
+from .._registry import formats as registered_formats
 from ._detect import FORMATS
 from ._input import InputError
 from ._json_out import JsonReport
@@ -245,7 +249,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    formats = ["auto", *FORMATS]
+    formats = ["auto", *registered_formats()]  # the registry, read now
     format_help = "the stream's format (default: auto, recognised from the items)"
 
     replay = commands.add_parser(

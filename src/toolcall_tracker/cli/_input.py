@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
+from .._registry import providers
 from ._text import json_kind, preview, preview_text
 
 CHUNK_BYTES: Final = 64 * 1024
@@ -48,7 +49,8 @@ class InputError(Exception):
 
 @dataclass(frozen=True)
 class Item:
-    """One stream item: its 1-based position, the line it starts on (if known), its JSON.
+    """One stream item: its 1-based position, the line it starts on (if known), its JSON
+    object (or, for a line protocol, its line of text).
 
     ``chars`` is the length of its text (``0`` for an item of a JSON document); ``time``
     its recorded time in seconds, for an item recorded as ``{"t": seconds, "item": {...}}``.
@@ -56,7 +58,7 @@ class Item:
 
     number: int
     line: int | None
-    value: dict[str, Any]
+    value: dict[str, Any] | str
     chars: int = 0
     time: float | None = None
 
@@ -334,7 +336,8 @@ _SSE_IGNORED_FIELDS: Final = frozenset({"event", "id", "retry"})
 
 
 def read_items(reader: TextReader) -> tuple[str, Iterator[Item]]:
-    """The container (``"sse"``, ``"jsonl"`` or ``"json"``) and the items, read lazily.
+    """The container (``"sse"``, ``"jsonl"``, ``"json"`` or ``"lines"``, the text lines of
+    a line protocol such as the AI SDK v4 data stream) and the items, read lazily.
 
     Raises:
         InputError: the input is empty or not a recorded stream (the items raise it too).
@@ -348,12 +351,25 @@ def read_items(reader: TextReader) -> tuple[str, Iterator[Item]]:
         return _json_lines(reader)
     head = reader.readline()
     assert head is not None  # first_char() saw text ahead
+    if any(p.lines and p.recognise(head) for p in providers()):  # a line protocol's lines
+        return "lines", _lines(reader, head)
     if head.startswith(":") or _SSE_FIELD.match(head):
         return "sse", _sse(reader, head)
     raise InputError(
         "not a recorded stream: expected server-sent events (data: lines), JSON Lines or a "
         f"JSON array, but the first line is {preview_text(head, 40)}"
     )
+
+
+def _lines(reader: TextReader, head: str) -> Iterator[Item]:
+    """Items of a line protocol (the AI SDK v4 data stream): each non-blank line, as text."""
+    number = 0
+    line: str | None = head
+    while line is not None:
+        if line.strip():
+            number += 1
+            yield Item(number, reader.line, line, len(line))
+        line = reader.readline()
 
 
 def _document(reader: TextReader, start: str, lines_before: int) -> Iterator[Item]:

@@ -7,21 +7,11 @@ and the machine, so its memory is the machine's plus a constant.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
-from ..adapters import (
-    AISDKAdapter,
-    AnthropicAdapter,
-    BedrockConverseAdapter,
-    CohereAdapter,
-    GeminiAdapter,
-    MistralAdapter,
-    OllamaAdapter,
-    OpenAIChatAdapter,
-    OpenAIResponsesAdapter,
-)
+from .._registry import get
 from ..calls import Status, ToolCall
 from ..errors import InvalidEvent
 from ..events import End, parse_event
@@ -32,18 +22,6 @@ from ._eventstream import PRELUDE_BYTES, looks_eventstream, read_messages
 from ._input import InputError, Item, TextReader, open_input, read_items
 from ._text import clean
 from ._timeline import Step, Timeline
-
-_ADAPTERS: Final[dict[str, Callable[[], Any]]] = {
-    "openai-chat": OpenAIChatAdapter,
-    "openai-responses": OpenAIResponsesAdapter,
-    "anthropic": AnthropicAdapter,
-    "gemini": GeminiAdapter,
-    "ai-sdk": AISDKAdapter,
-    "bedrock": BedrockConverseAdapter,
-    "cohere": CohereAdapter,
-    "ollama": OllamaAdapter,
-    "mistral": MistralAdapter,
-}
 
 
 class Observer(Protocol):
@@ -171,19 +149,25 @@ def _run(
     if watch is not None:
         watch.attach(machine, reader)
     votes: dict[str, int] = {}  # per format, the items distinctive of it
+    provider = get(fmt)
+    readable = {fmt, *provider.accepts}  # the formats the adapter reads
+    read = False  # an item of those came: the votes are no longer needed
 
     def take(item: Item) -> None:
-        """Count the item and its format; tell the watch."""
+        """Count the item and (until one the adapter reads came) its format; tell the watch."""
+        nonlocal read
         result.items += 1
-        found = item_format(item.value)
-        if found is not None:
-            votes[found] = votes.get(found, 0) + 1
+        if not read:
+            found = item_format(item.value)
+            if found is not None:
+                votes[found] = votes.get(found, 0) + 1
+                read = found in readable
         if watch is not None:
             watch.item(item)
 
     def check() -> None:
         """No call, and no item of the format: the wrong format (say which one fits)."""
-        if result.items and not votes.get(fmt) and not machine.list():
+        if result.items and not read and not machine.list():
             raise InputError(mismatch(fmt, result.items, votes))
 
     def apply(item: Item | None, event: Any) -> None:
@@ -221,7 +205,7 @@ def _run(
             apply(None, End(ok=True, reason="source exhausted"))
         return result
 
-    adapter = _ADAPTERS[fmt]()
+    adapter = provider.load("adapter")()
     for item in items:
         take(item)
         try:

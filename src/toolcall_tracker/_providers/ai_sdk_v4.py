@@ -1,0 +1,139 @@
+"""The Vercel AI SDK v4 data stream protocol: its adapter and its declaration (one file).
+
+What ``streamText(...).toDataStreamResponse()`` sends in AI SDK v4 (and what many Python
+servers written for v4's ``useChat`` still send): one part per line, ``CODE:JSON``::
+
+    0:"Let me look that up."                                       text
+    b:{"toolCallId":"call_1","toolName":"getWeather"}              a call starts
+    c:{"toolCallId":"call_1","argsTextDelta":"{\\"city\\":"}        its argument text grows
+    9:{"toolCallId":"call_1","toolName":"getWeather","args":{...}} the whole call
+    a:{"toolCallId":"call_1","result":{...}}                       the server ran it
+    e:{"finishReason":"tool-calls","usage":{...},"isContinued":false}   a step ends
+    d:{"finishReason":"stop","usage":{...}}                        the message ends
+    3:"An error occurred."                                         an error
+
+:class:`AISDKDataStreamAdapter` reads those lines (``str`` or ``bytes``, with or without
+the newline, or wrapped in an SSE ``data:`` line) as a wire map onto the UI message stream
+reader (:class:`~toolcall_tracker.adapters.AISDKAdapter`), which holds the call life cycle
+and its rules:
+
+- ``b:`` starts a call; ``c:`` appends ``argsTextDelta``.
+- ``9:`` makes the call ready. With streamed ``c:`` text, that text must parse to ``args``,
+  or the call fails (``AISDKInputMismatch``) rather than run with arguments the stream
+  never showed; without it (tools the server does not stream), ``args`` is written as
+  the call's text.
+- ``a:`` finishes the call as ``done`` with ``result``: the server ran the tool, so the
+  client must not run it again (do not register such a tool with the client's runner).
+- ``3:`` ends the turn not ok, with the error text as the reason.
+- All steps (``e:`` lines) form one turn, which ends at ``d:``: ok for the finish reasons
+  ``stop`` and ``tool-calls``, not ok for the others. A stream without ``d:`` or ``3:``
+  ends not ok.
+- Every other part (text ``0:``, reasoning, data ``2:``, annotations ``8:``, sources,
+  step starts ``f:``) is ignored, as is a line that is not a data stream part.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any, Final
+
+from .._registry import Provider
+from ..adapters.ai_sdk import AISDKAdapter
+
+logger: Final = logging.getLogger("toolcall_tracker.adapters")
+
+__all__ = ["AISDKDataStreamAdapter"]
+
+_LINE: Final = re.compile(r"(?:data:[ \t]*)?([0-9a-z]):(.*)", re.DOTALL)
+"""A data stream part: its type code and its JSON (optionally inside an SSE data line)."""
+
+_PARTS: Final = {
+    "b": "tool-input-start",
+    "c": "tool-input-delta",
+    "9": "tool-input-available",
+    "a": "tool-output-available",
+    "3": "error",
+    "d": "finish",
+}
+"""The codes that matter to tool calls, and the UI message stream part each one is."""
+
+
+def _part(code: str, value: Any) -> dict[str, Any] | None:
+    """The UI message stream part a v4 part is, or ``None`` if it says nothing of calls."""
+    kind = _PARTS.get(code)
+    if kind is None:
+        return None
+    if kind == "error":
+        return {"type": "error", "errorText": value if isinstance(value, str) else str(value)}
+    if not isinstance(value, dict):
+        return None
+    if kind == "finish":
+        return {"type": "finish", "finishReason": value.get("finishReason")}
+    part: dict[str, Any] = {"type": kind, "toolCallId": value.get("toolCallId")}
+    if kind == "tool-input-start":
+        part["toolName"] = value.get("toolName")
+    elif kind == "tool-input-delta":
+        part["inputTextDelta"] = value.get("argsTextDelta")
+    elif kind == "tool-input-available":
+        part["toolName"] = value.get("toolName")
+        if "args" in value:
+            part["input"] = value["args"]
+    else:  # tool-output-available
+        part["output"] = value.get("result")
+    return part
+
+
+def _split(item: Any) -> tuple[str, str] | None:
+    """A line's type code and JSON text, or ``None`` if it is not a data stream part."""
+    if isinstance(item, bytes | bytearray):
+        item = bytes(item).decode("utf-8", "replace")
+    if not isinstance(item, str):
+        return None
+    match = _LINE.fullmatch(item.strip())
+    return None if match is None else (match.group(1), match.group(2))
+
+
+class AISDKDataStreamAdapter(AISDKAdapter):
+    """Translate AI SDK v4 data stream lines into tracker events (see the module doc).
+
+    An item is one line (``str`` or ``bytes``): ``9:{...}``, ``data: 0:"..."``... One
+    adapter per stream. Limits, the mismatch check and the failures are those of
+    :class:`~toolcall_tracker.adapters.AISDKAdapter`.
+    """
+
+    def _translate(self, item: Any) -> None:
+        """Write the events one line implies (possibly none). Never raises."""
+        split = _split(item)
+        if split is None:
+            logger.debug("ai_sdk_v4: ignored an item that is not a data stream part: %.200r", item)
+            return
+        code, text = split
+        if code not in _PARTS:
+            return  # text, reasoning, data, annotations, steps: nothing about calls
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply to read
+            logger.debug("ai_sdk_v4: ignored a part whose JSON does not parse: %.200r", item)
+            return
+        part = _part(code, value)
+        if part is not None:
+            super()._translate(part)
+
+
+def recognise(item: Any) -> bool:
+    """A line whose type code is one of the protocol's and whose rest starts a JSON value."""
+    split = _split(item)
+    return split is not None and split[1][:1] in ('"', "{", "[")
+
+
+PROVIDER = Provider(
+    format="ai-sdk-v4",
+    title="AI SDK v4 data stream lines",
+    one="an AI SDK v4 data stream line",
+    recognise=recognise,
+    adapter="._providers.ai_sdk_v4:AISDKDataStreamAdapter",
+    lines=True,
+    rank=55,
+)

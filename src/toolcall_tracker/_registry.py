@@ -1,0 +1,193 @@
+"""The provider registry: every stream format this library reads, in one place (private).
+
+Theory of operation. A provider is one module in the private package
+``toolcall_tracker._providers`` that defines ``PROVIDER``, a :class:`Provider`: its format
+name (what ``--format`` takes), its adapter, how one of its items is recognised, its tool
+definitions and result messages, and its pip extra. The registry finds those modules by
+listing the package, so adding a provider is adding one module there; nothing else keeps a
+list of providers:
+
+- the command line's ``--format`` choices, its format recognition and its replay;
+- :func:`toolcall_tracker.tools.provider_tools` and
+  :func:`toolcall_tracker.feedback.provider_messages`;
+- the wrong-adapter check of :func:`~toolcall_tracker.adapters.adapt` and the hint of
+  :meth:`ToolCallTracker.consume` (both through ``_recognise``);
+- the benchmarks and the tests' format tables.
+
+Declarations name the adapter, the renderers and the builders by reference
+(``"module:attribute"``, relative to this package), resolved on first use, so reading the
+registry imports no adapter, no pydantic model and no SDK. :func:`register` adds a
+provider at run time (the tests' toy provider); it returns a function that removes it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+_PACKAGE: Final = __name__.rpartition(".")[0]  # toolcall_tracker
+
+
+def item_field(item: Any, key: str) -> Any:
+    """``item[key]`` of a mapping, else the attribute ``key`` of an SDK object, else ``None``."""
+    if isinstance(item, Mapping):
+        return item.get(key)
+    return getattr(item, key, None)
+
+
+def has_field(item: Any, key: str) -> bool:
+    """Whether a mapping has the key, or an SDK object the attribute (even ``None``)."""
+    if isinstance(item, Mapping):
+        return key in item
+    return not isinstance(item, str | bytes) and hasattr(item, key)
+
+
+def type_in(names: frozenset[str]) -> Callable[[Any], bool]:
+    """A recognition: the item's ``type`` is one of ``names``."""
+
+    def recognise(item: Any) -> bool:
+        kind = item_field(item, "type")
+        return isinstance(kind, str) and kind in names
+
+    return recognise
+
+
+def any_field(keys: tuple[str, ...]) -> Callable[[Any], bool]:
+    """A recognition: the item has one of the fields ``keys``."""
+    return lambda item: any(has_field(item, key) for key in keys)
+
+
+def or_type(recognise: Callable[[Any], bool], *names: str) -> Callable[[Any], bool]:
+    """``recognise``, widened to items whose ``type`` is one of ``names`` (items an adapter
+    reads that say nothing of the format, such as an ``error`` event)."""
+    return lambda item: recognise(item) or item_field(item, "type") in names
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One stream format and everything this library knows of it.
+
+    Attributes:
+        format: its name on the command line (``--format``), e.g. ``"anthropic"``.
+        title: what its items are called in messages ("Anthropic events").
+        one: what one item is called ("an Anthropic event").
+        recognise: whether one item's shape is distinctive of the format (a mapping from
+            the provider's JSON, an SDK object, or, for a line protocol, a text line). It
+            must never raise and should say ``False`` when unsure.
+        understands: whether the adapter reads an item (default: ``recognise``); wider
+            for items that are not distinctive of the format (an ``error`` event).
+        adapter: the adapter class, ``"module:Class"`` (``None``: events applied as read).
+        accepts: other formats whose items the adapter reads as well as its own (Mistral's
+            adapter reads Chat Completions chunks).
+        tools: the tool-definition renderer, ``"module:function"``, or ``None``.
+        messages: the result-message builder, ``"module:function"``, or ``None``.
+        extra: the pip extra that installs its SDK, or ``None``.
+        lines: its items are text lines (a line protocol), not JSON objects.
+        rank: where it is listed (lower first): ``--format``, recognition order.
+    """
+
+    format: str
+    title: str
+    one: str
+    recognise: Callable[[Any], bool]
+    understands: Callable[[Any], bool] | None = None
+    adapter: str | None = None
+    accepts: tuple[str, ...] = ()
+    tools: str | None = None
+    messages: str | None = None
+    extra: str | None = None
+    lines: bool = False
+    rank: int = 50
+    _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def adapter_name(self) -> str | None:
+        """The adapter class's name (``"AnthropicAdapter"``), without importing it."""
+        return None if self.adapter is None else self.adapter.rpartition(":")[2]
+
+    def load(self, what: str) -> Any:
+        """The object ``adapter``, ``tools`` or ``messages`` refers to (imported once).
+
+        Raises:
+            LookupError: the provider declares none.
+        """
+        ref = getattr(self, what)
+        if ref is None:
+            raise LookupError(f"the {self.format} format has no {what}")
+        found = self._cache.get(what)
+        if found is None:
+            module, _, name = ref.partition(":")
+            base = _PACKAGE if module.startswith(".") else None
+            found = getattr(importlib.import_module(module, base), name)
+            self._cache[what] = found
+        return found
+
+
+_declared: list[Provider] | None = None  # the modules of _providers, found once
+_added: list[Provider] = []  # registered at run time
+_sorted: list[Provider] | None = None  # both, in rank order (rebuilt after a change)
+
+
+def providers() -> list[Provider]:
+    """Every registered provider, in rank order (a shared list: do not change it)."""
+    global _declared, _sorted
+    if _sorted is None:
+        if _declared is None:
+            package = importlib.import_module(f"{_PACKAGE}._providers")
+            modules = sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
+            _declared = [
+                importlib.import_module(f"{package.__name__}.{info.name}").PROVIDER
+                for info in modules
+                if not info.name.startswith("_")
+            ]
+        _sorted = sorted([*_declared, *_added], key=lambda provider: provider.rank)
+    return _sorted
+
+
+def formats() -> list[str]:
+    """The format names, in recognition order (``--format`` lists them so)."""
+    return [provider.format for provider in providers()]
+
+
+def get(fmt: str) -> Provider:
+    """The provider of format ``fmt``.
+
+    Raises:
+        ValueError: no provider has that format (the message lists those that exist).
+    """
+    for provider in providers():
+        if provider.format == fmt:
+            return provider
+    raise ValueError(f"unknown format {fmt!r}; the formats are: {', '.join(formats())}")
+
+
+def for_adapter(adapter: object) -> Provider | None:
+    """The provider whose adapter ``adapter`` is an instance of, if any."""
+    name = type(adapter).__name__
+    for provider in providers():
+        if provider.adapter_name == name and isinstance(adapter, provider.load("adapter")):
+            return provider
+    return None
+
+
+def register(provider: Provider) -> Callable[[], None]:
+    """Add ``provider`` at run time; returns the function that removes it again.
+
+    Raises:
+        ValueError: its format name is taken.
+    """
+    if provider.format in formats():
+        raise ValueError(f"a provider of format {provider.format!r} is registered already")
+    global _sorted
+    _added.append(provider)
+    _sorted = None
+
+    def remove() -> None:
+        global _sorted
+        _added.remove(provider)
+        _sorted = None
+
+    return remove
