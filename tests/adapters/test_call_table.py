@@ -15,9 +15,15 @@ import pytest
 
 from toolcall_tracker import ChangeListener, Limits, Status, tool_call_streaming_state_machine
 from toolcall_tracker.adapters import (
+    AISDKAdapter,
     AnthropicAdapter,
     BedrockConverseAdapter,
     CohereAdapter,
+    GeminiAdapter,
+    MistralAdapter,
+    OllamaAdapter,
+    OpenAIChatAdapter,
+    OpenAIResponsesAdapter,
     apply_stream,
 )
 from toolcall_tracker.adapters._calls import RULES, IdMinter
@@ -317,3 +323,166 @@ def test_the_minter_never_exceeds_the_limit() -> None:
     assert all(len(i) <= 2 for i in given)
     assert len(set(given)) == len(given)
     assert ids[-1] is None  # every two-character id of the base's family is taken
+
+
+# -- the whole-call adapters ------------------------------------------------------------
+
+
+def _ollama_line(*calls: dict[str, Any], done: bool = False) -> dict[str, Any]:
+    line: dict[str, Any] = {"message": {"role": "assistant", "tool_calls": list(calls)}}
+    if done:
+        line.update(done=True, done_reason="stop")
+    return line
+
+
+def test_ollama_mints_a_fresh_id_for_a_reused_one() -> None:
+    assert RULES["ollama"].reused_id == "mint"
+    call = {"id": "x", "function": {"name": "f", "arguments": {"a": 1}}}
+    machine = tool_call_streaming_state_machine()
+    apply_stream(machine, [_ollama_line(call, call, done=True)], OllamaAdapter())
+    assert [c.id for c in machine.list()] == ["x", "ollama-call-1"]
+    assert [c.args for c in machine.list()] == [{"a": 1}, {"a": 1}]
+
+
+def test_ollama_empty_name_fails_and_absent_arguments_are_empty() -> None:
+    calls = [{"function": {"name": ""}}, {"function": {"name": "g"}}]
+    machine = tool_call_streaming_state_machine()
+    apply_stream(machine, [_ollama_line(*calls, done=True)], OllamaAdapter())
+    first, second = machine.list()
+    assert first.status == Status.ERROR
+    assert first.error.field == "function.name"
+    assert second.args == {}
+
+
+WHOLE_CALL_STREAMS: dict[str, tuple[Callable[[], Any], list[Any]]] = {
+    "ollama": (
+        OllamaAdapter,
+        [_ollama_line({"function": {"name": "f", "arguments": {"a": 1}}}, done=True)],
+    ),
+    "ollama_openai_compatible": (
+        OllamaAdapter,
+        [
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "c1",
+                                    "function": {"name": "f", "arguments": "{}"},
+                                }
+                            ]
+                        },
+                    }
+                ]
+            }
+        ],
+    ),
+    "mistral": (
+        MistralAdapter,
+        [
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {"id": "c1", "function": {"name": "f", "arguments": "{}"}}
+                            ]
+                        },
+                    }
+                ]
+            }
+        ],
+    ),
+    "gemini": (
+        GeminiAdapter,
+        [
+            {
+                "candidates": [
+                    {"content": {"parts": [{"functionCall": {"name": "f", "args": {"a": 1}}}]}}
+                ]
+            }
+        ],
+    ),
+    "ai_sdk": (
+        AISDKAdapter,
+        [
+            {
+                "type": "tool-input-available",
+                "toolCallId": "c1",
+                "toolName": "f",
+                "input": {"a": 1},
+            }
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHOLE_CALL_STREAMS))
+def test_a_listener_error_propagates_from_every_adapter(name: str) -> None:
+    make, items = WHOLE_CALL_STREAMS[name]
+    machine = tool_call_streaming_state_machine()
+    machine.subscribe(RaiseOn(Status.PENDING))
+    with pytest.raises(Boom):
+        apply_stream(machine, items, make())
+    (call,) = machine.list()
+    assert call.status == Status.PENDING  # never made ready with other arguments
+    assert machine.end is None
+
+
+@pytest.mark.parametrize(
+    ("make", "items"),
+    [
+        (
+            OpenAIChatAdapter,
+            [
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {"tool_calls": [{"index": i, "function": {"name": "f"}}]},
+                        }
+                    ]
+                }
+                for i in range(3)
+            ]
+            + [{"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}],
+        ),
+        (
+            OpenAIResponsesAdapter,
+            [
+                {
+                    "type": "response.output_item.added",
+                    "output_index": i,
+                    "item": {"type": "function_call", "name": "f", "arguments": ""},
+                }
+                for i in range(3)
+            ]
+            + [{"type": "response.completed", "response": {"output": []}}],
+        ),
+        (
+            GeminiAdapter,
+            [
+                {
+                    "candidates": [
+                        {
+                            "content": {"parts": [{"functionCall": {"name": "f"}}] * 3},
+                            "finishReason": "STOP",
+                        }
+                    ]
+                }
+            ],
+        ),
+    ],
+)
+def test_minted_ids_respect_max_id_chars_in_every_adapter(make: Any, items: list[Any]) -> None:
+    machine = tool_call_streaming_state_machine(limits=Limits(max_id_chars=1))
+    apply_stream(machine, items, make())
+    calls = machine.list()
+    assert calls
+    assert all(len(call.id) <= 1 for call in calls)
+    assert machine.end is not None
+    assert machine.end.ok

@@ -24,7 +24,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from ..events import Delta, End, Error, Ready, Result, Start
 from ..limits import Limits
 from ..sink import EventCollector, EventSink
-from ._calls import CallTable, SinkRaised, unwrap
+from ._calls import CallTable, GuardedSink, SinkRaised, unwrap
 
 __all__ = ["AdaptedStream", "Adapter", "AdapterEvent", "adapt", "apply_stream"]
 
@@ -68,10 +68,14 @@ class SinkAdapter:
 
     _table: CallTable | None = None
     """The adapter's call table, if it drives one (bound to the same sink)."""
+    _guarded = False
+    """Write through a :class:`GuardedSink` (adapters that write outside a table and catch
+    ``Exception`` around their decoding)."""
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         self._collector = collector = EventCollector(limits)
-        self._sink: EventSink = collector
+        self._target: EventSink = collector  # the sink bound
+        self._sink: EventSink = GuardedSink(collector) if self._guarded else collector
         self._limits: Limits = collector.limits
 
     @property
@@ -82,7 +86,7 @@ class SinkAdapter:
     def feed(self, item: Any) -> list[AdapterEvent]:
         """The tracker events that one provider item implies (possibly none)."""
         collector = self._collector
-        if self._sink is not collector:
+        if self._target is not collector:
             self._bind(collector)
         try:
             self._translate(item)
@@ -94,7 +98,7 @@ class SinkAdapter:
     def end(self) -> list[AdapterEvent]:
         """What the end of the stream implies: an ``End``, unless ``feed`` emitted one."""
         collector = self._collector
-        if self._sink is not collector:
+        if self._target is not collector:
             self._bind(collector)
         try:
             self._finish_stream()
@@ -105,7 +109,7 @@ class SinkAdapter:
 
     def write(self, item: Any, sink: EventSink) -> None:
         """Write the events one provider item implies into ``sink`` (a machine, a tracker)."""
-        if sink is not self._sink:
+        if sink is not self._target:
             self._bind(sink)
         try:
             self._translate(item)
@@ -114,7 +118,7 @@ class SinkAdapter:
 
     def finish(self, sink: EventSink) -> None:
         """Write what the end of the stream implies into ``sink``."""
-        if sink is not self._sink:
+        if sink is not self._target:
             self._bind(sink)
         try:
             self._finish_stream()
@@ -122,7 +126,8 @@ class SinkAdapter:
             unwrap(wrapped)
 
     def _bind(self, sink: EventSink) -> None:
-        self._sink = sink
+        self._target = sink
+        self._sink = GuardedSink(sink) if self._guarded else sink
         if self._table is not None:
             self._table.bind(sink)
         limits = sink.limits

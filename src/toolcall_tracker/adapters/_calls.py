@@ -52,7 +52,16 @@ from ..limits import DEFAULT_LIMITS, Limits
 from ..sink import EventSink
 from ._common import _json_text, _plain, _short, _tool_name, _usable_id, logger
 
-__all__ = ["RULES", "CallTable", "IdMinter", "Record", "Rules", "SinkRaised", "unwrap"]
+__all__ = [
+    "RULES",
+    "CallTable",
+    "GuardedSink",
+    "IdMinter",
+    "Record",
+    "Rules",
+    "SinkRaised",
+    "unwrap",
+]
 
 _JSON_WS: Final = " \t\n\r"
 
@@ -73,6 +82,48 @@ def unwrap(wrapped: SinkRaised) -> NoReturn:
     """Re-raise what the sink raised, as it was raised."""
     error = wrapped.error
     raise error from error.__cause__
+
+
+class GuardedSink:
+    """A sink whose exceptions are wrapped in :class:`SinkRaised`, for the adapters that
+    still write outside a table (their ``except Exception`` around decoding lets them
+    through)."""
+
+    __slots__ = ("_sink", "limits")
+
+    def __init__(self, sink: EventSink) -> None:
+        self._sink = sink
+        self.limits = sink.limits
+
+    def apply(self, event: Any) -> None:
+        self._guard("apply", event)
+
+    def write_start(self, call_id: str, name: str) -> None:
+        self._guard("write_start", call_id, name)
+
+    def write_delta(self, call_id: str, text: str) -> None:
+        try:
+            self._sink.write_delta(call_id, text)
+        except Exception as exc:
+            raise SinkRaised(exc) from None
+
+    def write_ready(self, call_id: str) -> None:
+        self._guard("write_ready", call_id)
+
+    def write_result(self, call_id: str, result: Any) -> None:
+        self._guard("write_result", call_id, result)
+
+    def write_error(self, call_id: str, error: Any) -> None:
+        self._guard("write_error", call_id, error)
+
+    def write_end(self, ok: bool = True, reason: str | None = None) -> None:
+        self._guard("write_end", ok, reason)
+
+    def _guard(self, method: str, *args: Any) -> None:
+        try:
+            getattr(self._sink, method)(*args)
+        except Exception as exc:
+            raise SinkRaised(exc) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +167,13 @@ RULES: Final[dict[str, Rules]] = {
         unit="call",
         delta_event="tool-call-delta",
     ),
-    "ollama": Rules(mint="ollama-call-{key}", empty_name_fails=True, reused_id="mint", unit="call"),
+    "ollama": Rules(
+        mint="ollama-call-{key}",
+        empty_name_fails=True,
+        reused_id="mint",
+        absent_text_fails=False,
+        unit="call",
+    ),
 }
 """Every provider's options, like the machine's transition table: one row per provider."""
 

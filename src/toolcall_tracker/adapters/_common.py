@@ -3,8 +3,6 @@
 - :func:`_get`: read one field of a provider item that is either the official SDK's typed
   object (an attribute) or the plain dict decoded from the provider's JSON (a key, in
   snake_case or the camelCase some wire formats use).
-- :class:`_IdMinter`: remembers the call ids a stream has used and synthesises stable,
-  unique ids for calls that arrive without one.
 - :func:`_json_text`: compact JSON text for an argument object that arrived whole.
 - :func:`_usable_id` and :func:`_tool_name`: provider ids and names checked against the
   limits of the sink the adapter writes into.
@@ -90,52 +88,6 @@ def _tool_name(name: str, max_chars: int) -> str:
         return name
     keep = max_chars - len(_CUT)
     return name[:keep] + _CUT if keep > 0 else _CUT[:max_chars]
-
-
-class _IdMinter:
-    """The ids one stream has used; synthesises unique ids for calls that lack one.
-
-    Rule: the synthetic id is the base the adapter derives from the call's position in
-    the stream (documented per adapter); if a call of this stream already uses that id,
-    ``<sep>2``, ``<sep>3``, ... is appended (``sep`` is ``-`` unless given), the smallest
-    suffix still free. Replaying the same stream therefore gives the same ids, and an id
-    is never handed out twice. An id longer than ``max_chars`` is cut (its suffix kept) so
-    that it stays within the sink's ``Limits.max_id_chars``.
-    """
-
-    __slots__ = ("_next", "_sep", "_used")
-
-    def __init__(self, sep: str = "-") -> None:
-        self._used: set[str] = set()
-        self._next: dict[str, int] = {}  # per base: the smallest suffix that may be free
-        self._sep = sep
-
-    def claim(self, call_id: str) -> bool:
-        """Record a provider-given id; ``False`` if this stream already used it."""
-        if call_id in self._used:
-            return False
-        self._used.add(call_id)
-        return True
-
-    def mint(self, base: str, max_chars: int) -> str:
-        """A new id derived from ``base`` (see the class docstring), recorded as used.
-
-        Linear over a stream: the next suffix to try is remembered per base, so minting
-        ``n`` ids from one base costs ``O(n)`` in all, not ``O(n**2)``.
-        """
-        used = self._used
-        candidate = base[:max_chars]
-        if candidate in used:
-            suffix = self._next.get(base, 2)
-            while True:
-                tail = f"{self._sep}{suffix}"
-                candidate = base[: max(0, max_chars - len(tail))] + tail
-                suffix += 1
-                if candidate not in used:
-                    break
-            self._next[base] = suffix
-        used.add(candidate)
-        return candidate
 
 
 def _short(value: object, limit: int = 80) -> str:

@@ -26,7 +26,8 @@ from .._json import _ArgumentsError, parse_json
 from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
-from ._common import _IdMinter, _tool_name
+from ._calls import IdMinter
+from ._common import _tool_name
 
 _logger: Final = logging.getLogger("toolcall_tracker.adapters.openai")
 
@@ -135,10 +136,15 @@ _dict_get: Final[_Getter] = dict.get
 _NOT_ITEMS: Final = (str, bytes, bytearray, int, float, list, tuple)
 
 
+class _NotAnItem(TypeError):
+    """What :func:`_check_item` raises: the value is no provider item at all (never what a
+    sink raised), so the adapters that never raise may catch exactly this."""
+
+
 def _check_item(item: object) -> None:
     """Raise ``TypeError`` for a value that cannot be a provider item at all."""
     if item is None or (type(item) is not dict and isinstance(item, _NOT_ITEMS)):
-        raise TypeError(
+        raise _NotAnItem(
             f"expected an OpenAI stream item (an SDK object or a dict decoded from the SSE "
             f"JSON), got {type(item).__name__}: {item!r:.80}"
         )
@@ -313,15 +319,22 @@ class _Emitter(SinkAdapter):
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
-        self._ids = _IdMinter("_")
+        self._ids = IdMinter("_")
         self._ended = False
         self._waiting = 0  # calls holding text until their name arrives
         self._held = 0  # the characters they hold, all together
         self._hashing: _TextDigest | None = None  # the one digest that may hold fragments
 
-    def _unique(self, candidate: str) -> str:
-        """``candidate``, or ``candidate_2``, ``_3``... if another call already has it."""
-        return self._ids.mint(candidate, self._limits.max_id_chars)
+    def _unique(self, candidate: str) -> str | None:
+        """``candidate``, or ``candidate_2``, ``_3``... if another call already has it;
+        ``None`` (logged at WARNING) when no such id fits ``Limits.max_id_chars``."""
+        minted = self._ids.mint(candidate, self._limits.max_id_chars)
+        if minted is None:
+            _logger.warning(
+                "ignored a tool call: no id fits Limits.max_id_chars (%d)",
+                self._limits.max_id_chars,
+            )
+        return minted
 
     def _admit(self, call: _Call) -> bool:
         """Count a call created without a name; ``False`` if ``Limits.max_calls`` such

@@ -173,6 +173,8 @@ class AISDKAdapter(SinkAdapter):
             or tracker, the adapter honours that machine's limits instead).
     """
 
+    _guarded = True  # what the sink raises passes this adapter's ``except Exception``
+
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
         self._calls: dict[str, _Call] = {}

@@ -59,9 +59,9 @@ from typing import Any, Final, Literal
 from ..errors import CallFailure, IncompleteArguments
 from ..limits import Limits
 from ._base import SinkAdapter
+from ._calls import IdMinter
 from ._common import (
     _get,
-    _IdMinter,
     _json_text,
     _short,
     _tool_name,
@@ -312,10 +312,12 @@ class GeminiAdapter(SinkAdapter):
             or tracker, the adapter honours that machine's limits instead).
     """
 
+    _guarded = True  # what the sink raises passes this adapter's ``except Exception``
+
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
         self._candidates: dict[int, _Candidate] = {}
-        self._ids = _IdMinter()
+        self._ids = IdMinter()
         self._blocked: str | None = None
         self._ended = False
 
@@ -395,7 +397,11 @@ class GeminiAdapter(SinkAdapter):
             return
         max_id = self._limits.max_id_chars
         if not _usable_id(given_id, max_id):
-            call_id = self._ids.mint(f"gemini-call-{index}-{state.count}", max_id)
+            minted = self._ids.mint(f"gemini-call-{index}-{state.count}", max_id)
+            if minted is None:
+                logger.warning("gemini: ignored a call: no id fits Limits.max_id_chars")
+                return
+            call_id = minted
         elif self._ids.claim(given_id):
             call_id = given_id
         else:

@@ -223,6 +223,8 @@ class OpenAIResponsesAdapter(_Emitter):
                 tracker_id = self._unique(f"call_{output_index}")
             else:
                 tracker_id = self._unique(f"call_{len(self._calls)}")
+            if tracker_id is None:
+                return
             call = _Call(tracker_id, name if type(name) is str and name else None, True)
             if not self._admit(call):
                 return
