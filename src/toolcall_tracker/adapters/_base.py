@@ -247,9 +247,16 @@ def apply_stream(sink: EventSink, items: Iterable[Any], adapter: Adapter[Any]) -
         InvalidEvent: an adapter produced a malformed event (a bug in the adapter).
     """
     if isinstance(adapter, SinkAdapter):
-        write = adapter.write
-        for item in items:
-            write(item, sink)
+        # ``write`` for each item, with the binding checked once: nothing else binds the
+        # adapter while this loop runs.
+        if sink is not adapter._target:
+            adapter._bind(sink)
+        translate = adapter._translate
+        try:
+            for item in items:
+                translate(item)
+        except SinkRaised as wrapped:  # what the sink raised, never a malformed item
+            unwrap(wrapped)
         adapter.finish(sink)
         return
     apply = sink.apply

@@ -228,11 +228,12 @@ class Record:
     """One call the table keeps: its id, name, key, and what has been streamed into it.
 
     ``open``: not closed, failed or superseded yet. ``empty``: no fragment that counts as
-    text yet (see ``Rules.whitespace_is_text``). ``initial``: the input the announcement
+    text yet (see ``Rules.whitespace_is_text``). ``streaming``: open and not empty, the
+    fast path's one test. ``initial``: the input the announcement
     carried (the text of a call that streams none). ``server``: a provider-run call.
     """
 
-    __slots__ = ("call_id", "empty", "initial", "key", "name", "open", "server")
+    __slots__ = ("call_id", "empty", "initial", "key", "name", "open", "server", "streaming")
 
     def __init__(self, key: Any, call_id: str, name: str, server: bool) -> None:
         self.key = key
@@ -241,6 +242,7 @@ class Record:
         self.server = server
         self.initial: Any = None
         self.empty = True
+        self.streaming = False
         self.open = True
 
 
@@ -361,7 +363,7 @@ class CallTable:
         """The fast path: write ``text`` for the open, non-empty call at ``key`` and return
         ``True``; ``False`` (nothing written) for anything else."""
         record = self.records.get(key)
-        if record is None or not record.open or record.empty or type(text) is not str or not text:
+        if record is None or not record.streaming or type(text) is not str or not text:
             return False
         try:
             self._delta(record.call_id, text)
@@ -381,6 +383,7 @@ class CallTable:
             return
         if record.empty and (self._rules.whitespace_is_text or text.strip(_JSON_WS)):
             record.empty = False
+            record.streaming = True
         self._write_delta(record.call_id, text)
 
     def close(self, key: Any, event_type: str) -> None:
@@ -400,14 +403,14 @@ class CallTable:
                 return
             record.open = False
             self._write_delta(record.call_id, text)
-        record.open = False
+        record.open = record.streaming = False
         self._write("write_ready", record.call_id)
 
     def fail(self, record: Record, why: str, event_type: str) -> None:
         """Fail an open call with the adapter's error value."""
         if not record.open:
             return
-        record.open = False
+        record.open = record.streaming = False
         self.error(record.call_id, self._failure(record, why, event_type))
 
     def end(self, ok: bool, reason: str) -> None:

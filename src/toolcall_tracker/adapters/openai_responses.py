@@ -164,10 +164,24 @@ class OpenAIResponsesAdapter(_Emitter):
         Raises:
             TypeError: ``item`` is not a provider item at all (see the module docs).
         """
+        if self._ended:
+            return
+        # The hot path: a fragment, read with plain access from a dict or an SDK object.
+        cls = type(item)
+        if cls is dict:
+            if item.get("type") == _ARGS_DELTA:
+                self._fragment(item.get("item_id"), item.get("delta"))
+                return
+        elif _MAPPING_TYPES.get(cls) is False:
+            try:  # an SDK event of this type has every field
+                if item.type == _ARGS_DELTA:
+                    self._fragment(item.item_id, item.delta)
+                    return
+            except AttributeError:
+                pass  # not shaped like an SDK event: read it safely below
         # Only the item's own fields are read here (nested ones go through ``_get``), so a
         # dict item can use ``dict.get`` itself.
         get: _Getter
-        cls = type(item)
         if cls is dict:
             get = _dict_get
         elif _MAPPING_TYPES.get(cls) is False:  # an SDK object (known class)
@@ -178,25 +192,8 @@ class OpenAIResponsesAdapter(_Emitter):
         else:
             get = getattr
         kind = get(item, "type", None)
-        if self._ended:
-            return
-        if kind == _ARGS_DELTA:  # the hot path
-            fragment = get(item, "delta", None)
-            if type(fragment) is str and fragment:
-                item_id = get(item, "item_id", None)
-                call = self._by_item.get(item_id) if type(item_id) is str else None
-                if call is None:
-                    _logger.debug("ignored a delta for an unannounced item %.80r", item_id)
-                elif call.status == _PENDING:
-                    if call.started and call.text is None and not call.custom:
-                        # _append's common case, inlined: a started call, no copy kept
-                        call.has_text = True
-                        call.size += len(fragment)
-                        self._sink.write_delta(call.id, fragment)
-                        if call.size > self._limits.max_args_chars:
-                            call.status = _FAILED  # the sink failed it (ArgumentsTooLarge)
-                    else:
-                        self._append(call, fragment)
+        if kind == _ARGS_DELTA:
+            self._fragment(get(item, "item_id", None), get(item, "delta", None))
             return
         if kind == _ITEM_ADDED:
             self._item(_get(item, "item"), _get(item, "output_index"), None)
@@ -237,6 +234,24 @@ class OpenAIResponsesAdapter(_Emitter):
             self._cut_off(f"error: {detail}" if type(detail) is str else "error")
         elif kind is None:
             _check_item(item)
+
+    def _fragment(self, item_id: Any, fragment: Any) -> None:
+        """A ``function_call_arguments.delta``: ``fragment`` for the call of ``item_id``."""
+        if type(fragment) is not str or not fragment:
+            return
+        call = self._by_item.get(item_id) if type(item_id) is str else None
+        if call is None:
+            _logger.debug("ignored a delta for an unannounced item %.80r", item_id)
+        elif call.status == _PENDING:
+            if call.started and call.text is None and not call.custom:
+                # _append's common case, inlined: a started call, no copy kept
+                call.has_text = True
+                call.size += len(fragment)
+                self._sink.write_delta(call.id, fragment)
+                if call.size > self._limits.max_args_chars:
+                    call.status = _FAILED  # the sink failed it (ArgumentsTooLarge)
+            else:
+                self._append(call, fragment)
 
     def _finish_stream(self) -> None:
         """``End(ok=False)`` if the stream ended before a terminal event, else nothing."""
