@@ -18,11 +18,12 @@ that both the right reading and the handling of foreign items are pinned.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from test_real_streams import sse_data  # the WHATWG event-stream reading, shared
 
 from toolcall_tracker import tool_call_streaming_state_machine
 from toolcall_tracker.adapters import (
@@ -91,27 +92,6 @@ def recordings() -> dict[str, Path]:
     return found
 
 
-def _sse_data(text: str) -> list[str]:
-    events: list[str] = []
-    data: list[str] = []
-    for line in re.split(r"\r\n|\r|\n", text):
-        if line == "":
-            if data:
-                events.append("\n".join(data))
-            data = []
-            continue
-        if line.startswith(":"):
-            continue
-        field, colon, value = line.partition(":")
-        if colon and value.startswith(" "):
-            value = value[1:]
-        if field == "data":
-            data.append(value)
-    if data:
-        events.append("\n".join(data))
-    return events
-
-
 def _decode(text: str) -> Any:
     try:
         return json.loads(text)
@@ -128,7 +108,7 @@ def load_items(path: Path) -> list[Any]:
         value = _decode(text)
         return value if isinstance(value, list) else [value]
     items = []
-    for data in _sse_data(text):
+    for data in sse_data(text):
         if data.strip() == "[DONE]":
             break
         items.append(_decode(data))

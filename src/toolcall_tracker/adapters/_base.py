@@ -24,7 +24,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from ..events import Delta, End, Error, Ready, Result, Start
 from ..limits import Limits
 from ..sink import EventCollector, EventSink
-from ._calls import CallTable, GuardedSink, SinkRaised, unwrap
+from ._calls import CallTable
+from ._sinkguard import GuardedSink, SinkRaised, unwrap
 
 __all__ = ["AdaptedStream", "Adapter", "AdapterEvent", "adapt", "apply_stream"]
 

@@ -15,7 +15,7 @@ an :class:`~toolcall_tracker.EventCollector`) and honours that sink's
 - :meth:`CallTable.start`: a new record under ``key``. A call still open at ``key`` is
   *superseded* (it fails, unless the new call repeats its id: a repeated announcement, which
   is ignored). A provider id that is missing or longer than ``Limits.max_id_chars`` is
-  replaced by a *minted* id (:class:`IdMinter`), never longer than the limit; an id the
+  replaced by a *minted* id (``_common.IdMinter``), never longer than the limit; an id the
   stream already *claimed* is handled by the provider's ``reused_id`` rule. The name is
   cut to ``Limits.max_name_chars``. A call whose name is unusable, or whose key received
   text *before* it started (:meth:`CallTable.early`), fails right after its start.
@@ -32,7 +32,7 @@ the ones the sink has forgotten are dropped; a start beyond the bound is still w
 (the machine reports it as ``too_many_calls``) but keeps no record.
 
 Errors from the sink. The table writes every event; an exception the sink (or one of its
-listeners) raises is wrapped in :class:`SinkRaised`, a ``BaseException``, so that no
+listeners) raises is wrapped in ``_sinkguard.SinkRaised``, a ``BaseException``, so that no
 ``except Exception`` in an adapter's decoding can take it for a malformed item. The
 adapter's boundary (:class:`~toolcall_tracker.adapters._base.SinkAdapter`) re-raises the
 original exception. Only an adapter's own decoding of an item may become a call's failure.
@@ -45,85 +45,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NoReturn
+from typing import Any, Final, Literal
 
 from ..errors import CallFailure
 from ..limits import DEFAULT_LIMITS, Limits
 from ..sink import EventSink
-from ._common import _json_text, _plain, _short, _tool_name, _usable_id, logger
+from ._common import IdMinter, _json_text, _plain, _short, _tool_name, _usable_id, logger
+from ._sinkguard import SinkRaised
 
-__all__ = [
-    "RULES",
-    "CallTable",
-    "GuardedSink",
-    "IdMinter",
-    "Record",
-    "Rules",
-    "SinkRaised",
-    "unwrap",
-]
+__all__ = ["RULES", "CallTable", "Record", "Rules", "malformed_event"]
 
 _JSON_WS: Final = " \t\n\r"
-
-
-class SinkRaised(BaseException):
-    """An exception the sink raised while the table wrote into it (``error``).
-
-    A ``BaseException`` so that an adapter's ``except Exception`` around its decoding lets
-    it through; the adapter's boundary re-raises ``error`` itself (:func:`unwrap`).
-    """
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(error)
-        self.error = error
-
-
-def unwrap(wrapped: SinkRaised) -> NoReturn:
-    """Re-raise what the sink raised, as it was raised."""
-    error = wrapped.error
-    raise error from error.__cause__
-
-
-class GuardedSink:
-    """A sink whose exceptions are wrapped in :class:`SinkRaised`, for the adapters that
-    still write outside a table (their ``except Exception`` around decoding lets them
-    through)."""
-
-    __slots__ = ("_sink", "limits")
-
-    def __init__(self, sink: EventSink) -> None:
-        self._sink = sink
-        self.limits = sink.limits
-
-    def apply(self, event: Any) -> None:
-        self._guard("apply", event)
-
-    def write_start(self, call_id: str, name: str) -> None:
-        self._guard("write_start", call_id, name)
-
-    def write_delta(self, call_id: str, text: str) -> None:
-        try:
-            self._sink.write_delta(call_id, text)
-        except Exception as exc:
-            raise SinkRaised(exc) from None
-
-    def write_ready(self, call_id: str) -> None:
-        self._guard("write_ready", call_id)
-
-    def write_result(self, call_id: str, result: Any) -> None:
-        self._guard("write_result", call_id, result)
-
-    def write_error(self, call_id: str, error: Any) -> None:
-        self._guard("write_error", call_id, error)
-
-    def write_end(self, ok: bool = True, reason: str | None = None) -> None:
-        self._guard("write_end", ok, reason)
-
-    def _guard(self, method: str, *args: Any) -> None:
-        try:
-            getattr(self._sink, method)(*args)
-        except Exception as exc:
-            raise SinkRaised(exc) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +63,8 @@ class Rules:
     """Where providers differ: one named option per rule (see ``RULES``).
 
     Attributes:
-        mint: the base of a minted id; ``{key}`` is replaced by the record's key.
+        mint: the base of a minted id; ``{key}`` is replaced by the record's key. ``None``:
+            ids are never minted (a call without a usable id is ignored).
         whitespace_is_text: whether a whitespace-only fragment counts as the call's text
             (else a call that received only whitespace still gets its ``initial`` / ``{}``
             at close, after the whitespace).
@@ -142,14 +75,18 @@ class Rules:
             call (else it says nothing).
         unit: what the provider calls a call's part of the stream, in error messages.
         delta_event: the event type that carries fragments, in error values.
+        reads_text: the adapter reads a call's streamed text back (:meth:`CallTable.text`)
+            to check what the provider says it was: the sink's ``args_text`` when it has
+            one, else a copy the table keeps, within ``Limits.max_args_chars``.
     """
 
-    mint: str
+    mint: str | None
     whitespace_is_text: bool = True
     empty_name_fails: bool = False
     absent_text_fails: bool = True
     unit: str = "block"
     delta_event: str = "delta"
+    reads_text: bool = False
     reused_id: Literal["ignore", "mint"] = "ignore"
 
 
@@ -174,54 +111,15 @@ RULES: Final[dict[str, Rules]] = {
         absent_text_fails=False,
         unit="call",
     ),
+    "ai_sdk": Rules(
+        mint=None,
+        whitespace_is_text=False,
+        unit="call",
+        delta_event="tool-input-delta",
+        reads_text=True,
+    ),
 }
 """Every provider's options, like the machine's transition table: one row per provider."""
-
-
-class IdMinter:
-    """The ids one stream has used; mints unique ids for calls that lack one.
-
-    The minted id is the base the adapter derives from the call's position (documented per
-    adapter); if the stream already used it, ``<sep>2``, ``<sep>3``... is appended (the
-    smallest suffix still free), so replaying a stream gives the same ids and no id is
-    handed out twice. An id is never longer than ``max_chars`` (the base is cut, the suffix
-    kept); when no suffix fits at all, :meth:`mint` returns ``None``.
-    """
-
-    __slots__ = ("_next", "_sep", "_used")
-
-    def __init__(self, sep: str = "-") -> None:
-        self._used: set[str] = set()
-        self._next: dict[str, int] = {}  # per base: the smallest suffix that may be free
-        self._sep = sep
-
-    def claim(self, call_id: str) -> bool:
-        """Record a provider-given id; ``False`` if this stream already used it."""
-        if call_id in self._used:
-            return False
-        self._used.add(call_id)
-        return True
-
-    def mint(self, base: str, max_chars: int) -> str | None:
-        """A new id derived from ``base``, recorded as used; ``None`` if none fits.
-
-        Linear over a stream: the next suffix to try is remembered per base.
-        """
-        used = self._used
-        candidate = base[:max_chars]
-        if candidate in used:
-            suffix = self._next.get(base, 2)
-            while True:
-                tail = f"{self._sep}{suffix}"
-                if len(tail) > max_chars:
-                    return None  # every id that fits is taken: the limit is too small
-                candidate = base[: max_chars - len(tail)] + tail
-                suffix += 1
-                if candidate not in used:
-                    break
-            self._next[base] = suffix
-        used.add(candidate)
-        return candidate
 
 
 class Record:
@@ -229,11 +127,26 @@ class Record:
 
     ``open``: not closed, failed or superseded yet. ``empty``: no fragment that counts as
     text yet (see ``Rules.whitespace_is_text``). ``streaming``: open and not empty, the
-    fast path's one test. ``initial``: the input the announcement
-    carried (the text of a call that streams none). ``server``: a provider-run call.
+    fast path's one test (never while a ``copy`` is kept). ``finished``: its outcome (an
+    error, a provider-run result) was written. ``copy``: its text, for a table that reads
+    text back from a sink that holds none (``size`` characters). ``initial``: the input
+    the announcement carried (the text of a call that streams none). ``server``: a
+    provider-run call.
     """
 
-    __slots__ = ("call_id", "empty", "initial", "key", "name", "open", "server", "streaming")
+    __slots__ = (
+        "call_id",
+        "copy",
+        "empty",
+        "finished",
+        "initial",
+        "key",
+        "name",
+        "open",
+        "server",
+        "size",
+        "streaming",
+    )
 
     def __init__(self, key: Any, call_id: str, name: str, server: bool) -> None:
         self.key = key
@@ -243,6 +156,9 @@ class Record:
         self.initial: Any = None
         self.empty = True
         self.streaming = False
+        self.finished = False
+        self.copy: list[str] | None = None
+        self.size = 0
         self.open = True
 
 
@@ -273,6 +189,7 @@ class CallTable:
         "_early",
         "_failure",
         "_ids",
+        "_read",
         "_rules",
         "ended",
         "limits",
@@ -295,6 +212,7 @@ class CallTable:
         self.sink = sink
         self.limits = sink.limits
         self._delta = sink.write_delta
+        self._read = getattr(sink, "args_text", None) if self._rules.reads_text else None
 
     # -- the life cycle ---------------------------------------------------------------
 
@@ -333,6 +251,8 @@ class CallTable:
             return None
         text_name = name if type(name) is str else ""
         record = Record(key, call_id, text_name, server)
+        if self._rules.reads_text and self._read is None:
+            record.copy = []
         if len(records) >= limits.max_calls and key not in records:
             records = self._prune()
         if len(records) < limits.max_calls or key in records:
@@ -383,7 +303,14 @@ class CallTable:
             return
         if record.empty and (self._rules.whitespace_is_text or text.strip(_JSON_WS)):
             record.empty = False
-            record.streaming = True
+            record.streaming = record.copy is None
+        copy = record.copy
+        if copy is not None:
+            record.size += len(text)
+            if record.size > self.limits.max_args_chars:
+                record.copy = None  # the sink fails the call (ArgumentsTooLarge)
+            else:
+                copy.append(text)
         self._write_delta(record.call_id, text)
 
     def close(self, key: Any, event_type: str) -> None:
@@ -404,14 +331,33 @@ class CallTable:
             record.open = False
             self._write_delta(record.call_id, text)
         record.open = record.streaming = False
+        record.copy = None
         self._write("write_ready", record.call_id)
 
-    def fail(self, record: Record, why: str, event_type: str) -> None:
-        """Fail an open call with the adapter's error value."""
+    def fail(
+        self, record: Record, why: str, event_type: str, error: CallFailure | None = None
+    ) -> None:
+        """Fail an open call with the adapter's error value (``error``, if given)."""
         if not record.open:
             return
+        self.finish(record, error or self._failure(record, why, event_type))
+
+    def finish(self, record: Record, error: Any) -> None:
+        """Write a call's error, reported by the provider (whether ready or not)."""
         record.open = record.streaming = False
-        self.error(record.call_id, self._failure(record, why, event_type))
+        record.finished = True
+        record.copy = None
+        self.error(record.call_id, error)
+
+    def text(self, record: Record) -> str | None:
+        """The text a call holds (``Rules.reads_text``): the sink's, or the copy kept;
+        ``None`` when unknown (the sink has no such call, or the copy outgrew the limit)."""
+        read = self._read
+        if read is not None:
+            text: str | None = read(record.call_id)
+            return text
+        copy = record.copy
+        return None if copy is None else "".join(copy)
 
     def end(self, ok: bool, reason: str) -> None:
         """End the turn; every record is released."""
@@ -451,7 +397,10 @@ class CallTable:
     # -- internals --------------------------------------------------------------------
 
     def _mint(self, key: Any) -> str | None:
-        return self._ids.mint(self._rules.mint.format(key=key), self.limits.max_id_chars)
+        base = self._rules.mint
+        if base is None:
+            return None
+        return self._ids.mint(base.format(key=key), self.limits.max_id_chars)
 
     def _prune(self) -> dict[Any, Record]:
         """Drop the records no event can need: closed calls, and calls the sink forgot."""

@@ -3,6 +3,8 @@
 - :func:`_get`: read one field of a provider item that is either the official SDK's typed
   object (an attribute) or the plain dict decoded from the provider's JSON (a key, in
   snake_case or the camelCase some wire formats use).
+- :class:`IdMinter`: the ids one stream has used; mints stable, unique ids (within
+  ``Limits.max_id_chars``) for calls that arrive without one.
 - :func:`_json_text`: compact JSON text for an argument object that arrived whole.
 - :func:`_usable_id` and :func:`_tool_name`: provider ids and names checked against the
   limits of the sink the adapter writes into.
@@ -88,6 +90,52 @@ def _tool_name(name: str, max_chars: int) -> str:
         return name
     keep = max_chars - len(_CUT)
     return name[:keep] + _CUT if keep > 0 else _CUT[:max_chars]
+
+
+class IdMinter:
+    """The ids one stream has used; mints unique ids for calls that lack one.
+
+    The minted id is the base the adapter derives from the call's position (documented per
+    adapter); if the stream already used it, ``<sep>2``, ``<sep>3``... is appended (the
+    smallest suffix still free), so replaying a stream gives the same ids and no id is
+    handed out twice. An id is never longer than ``max_chars`` (the base is cut, the suffix
+    kept); when no suffix fits at all, :meth:`mint` returns ``None``.
+    """
+
+    __slots__ = ("_next", "_sep", "_used")
+
+    def __init__(self, sep: str = "-") -> None:
+        self._used: set[str] = set()
+        self._next: dict[str, int] = {}  # per base: the smallest suffix that may be free
+        self._sep = sep
+
+    def claim(self, call_id: str) -> bool:
+        """Record a provider-given id; ``False`` if this stream already used it."""
+        if call_id in self._used:
+            return False
+        self._used.add(call_id)
+        return True
+
+    def mint(self, base: str, max_chars: int) -> str | None:
+        """A new id derived from ``base``, recorded as used; ``None`` if none fits.
+
+        Linear over a stream: the next suffix to try is remembered per base.
+        """
+        used = self._used
+        candidate = base[:max_chars]
+        if candidate in used:
+            suffix = self._next.get(base, 2)
+            while True:
+                tail = f"{self._sep}{suffix}"
+                if len(tail) > max_chars:
+                    return None  # every id that fits is taken: the limit is too small
+                candidate = base[: max_chars - len(tail)] + tail
+                suffix += 1
+                if candidate not in used:
+                    break
+            self._next[base] = suffix
+        used.add(candidate)
+        return candidate
 
 
 def _short(value: object, limit: int = 80) -> str:

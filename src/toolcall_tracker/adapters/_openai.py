@@ -26,8 +26,7 @@ from .._json import _ArgumentsError, parse_json
 from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
-from ._calls import IdMinter
-from ._common import _tool_name
+from ._common import IdMinter, _tool_name
 
 _logger: Final = logging.getLogger("toolcall_tracker.adapters.openai")
 

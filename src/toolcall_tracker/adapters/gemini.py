@@ -59,8 +59,8 @@ from typing import Any, Final, Literal
 from ..errors import CallFailure, IncompleteArguments
 from ..limits import Limits
 from ._base import SinkAdapter
-from ._calls import IdMinter
 from ._common import (
+    IdMinter,
     _get,
     _json_text,
     _short,
