@@ -140,6 +140,15 @@ class BedrockConverseAdapter(SinkAdapter):
         try:
             if calls.ended:
                 return
+            if type(item) is dict:  # the fast path: more text, as boto3's plain dicts
+                body = item.get("contentBlockDelta")
+                if type(body) is dict:
+                    fragment = body.get("delta")
+                    tool_use = fragment.get("toolUse") if type(fragment) is dict else None
+                    if type(tool_use) is dict and calls.more(
+                        body.get("contentBlockIndex"), tool_use.get("input")
+                    ):
+                        return
             delta = _get(item, "contentBlockDelta", "content_block_delta")
             if delta is not None:
                 index = _get(delta, "contentBlockIndex", "content_block_index")
