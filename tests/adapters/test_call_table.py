@@ -145,8 +145,8 @@ def run(provider: str, script: list[tuple[Any, ...]], limits: Limits | None = No
 
 
 def test_every_provider_of_the_table_is_driven_here() -> None:
-    # Ollama's calls arrive whole: its rows are tested below, on its own lines.
-    assert set(RULES) == set(WIRE) | {"ollama"}
+    # Ollama's and Gemini's calls arrive whole: their rows are tested below.
+    assert set(RULES) == set(WIRE) | {"ollama", "gemini"}
 
 
 def providers_where(option: str, value: Any) -> list[str]:
@@ -389,6 +389,34 @@ def test_ollama_empty_name_fails_and_absent_arguments_are_empty() -> None:
     assert first.status == Status.ERROR
     assert first.error.field == "function.name"
     assert second.args == {}
+
+
+def _gemini_chunk(*calls: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {
+        "content": {"parts": [{"functionCall": call} for call in calls]},
+        "index": 0,
+    }
+    if finish is not None:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate]}
+
+
+def test_gemini_mints_per_candidate_and_ignores_a_repeated_id() -> None:
+    assert RULES["gemini"].reused_id == "ignore"
+    with_id = {"id": "g1", "name": "f", "args": {"a": 1}}
+    chunks = [
+        _gemini_chunk({"name": "f"}, with_id),
+        _gemini_chunk(with_id, {"name": "g", "args": {}}, finish="STOP"),  # g1 again: ignored
+    ]
+    machine = tool_call_streaming_state_machine()
+    apply_stream(machine, chunks, GeminiAdapter())
+    assert [(c.id, c.args) for c in machine.list()] == [
+        ("gemini-call-0-0", {}),
+        ("g1", {"a": 1}),
+        ("gemini-call-0-2", {}),
+    ]
+    assert machine.end is not None
+    assert machine.end.ok
 
 
 WHOLE_CALL_STREAMS: dict[str, tuple[Callable[[], Any], list[Any]]] = {

@@ -25,7 +25,7 @@ from ..events import Delta, End, Error, Ready, Result, Start
 from ..limits import Limits
 from ..sink import EventCollector, EventSink
 from ._calls import CallTable
-from ._sinkguard import GuardedSink, SinkRaised, unwrap
+from ._sinkguard import SinkRaised, unwrap
 
 __all__ = ["AdaptedStream", "Adapter", "AdapterEvent", "adapt", "apply_stream"]
 
@@ -69,14 +69,10 @@ class SinkAdapter:
 
     _table: CallTable | None = None
     """The adapter's call table, if it drives one (bound to the same sink)."""
-    _guarded = False
-    """Write through a :class:`GuardedSink` (adapters that write outside a table and catch
-    ``Exception`` around their decoding)."""
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         self._collector = collector = EventCollector(limits)
-        self._target: EventSink = collector  # the sink bound
-        self._sink: EventSink = GuardedSink(collector) if self._guarded else collector
+        self._sink: EventSink = collector
         self._limits: Limits = collector.limits
 
     @property
@@ -87,7 +83,7 @@ class SinkAdapter:
     def feed(self, item: Any) -> list[AdapterEvent]:
         """The tracker events that one provider item implies (possibly none)."""
         collector = self._collector
-        if self._target is not collector:
+        if self._sink is not collector:
             self._bind(collector)
         try:
             self._translate(item)
@@ -99,7 +95,7 @@ class SinkAdapter:
     def end(self) -> list[AdapterEvent]:
         """What the end of the stream implies: an ``End``, unless ``feed`` emitted one."""
         collector = self._collector
-        if self._target is not collector:
+        if self._sink is not collector:
             self._bind(collector)
         try:
             self._finish_stream()
@@ -110,7 +106,7 @@ class SinkAdapter:
 
     def write(self, item: Any, sink: EventSink) -> None:
         """Write the events one provider item implies into ``sink`` (a machine, a tracker)."""
-        if sink is not self._target:
+        if sink is not self._sink:
             self._bind(sink)
         try:
             self._translate(item)
@@ -119,7 +115,7 @@ class SinkAdapter:
 
     def finish(self, sink: EventSink) -> None:
         """Write what the end of the stream implies into ``sink``."""
-        if sink is not self._target:
+        if sink is not self._sink:
             self._bind(sink)
         try:
             self._finish_stream()
@@ -127,8 +123,7 @@ class SinkAdapter:
             unwrap(wrapped)
 
     def _bind(self, sink: EventSink) -> None:
-        self._target = sink
-        self._sink = GuardedSink(sink) if self._guarded else sink
+        self._sink = sink
         if self._table is not None:
             self._table.bind(sink)
         limits = sink.limits
@@ -250,7 +245,7 @@ def apply_stream(sink: EventSink, items: Iterable[Any], adapter: Adapter[Any]) -
     if isinstance(adapter, SinkAdapter):
         # ``write`` for each item, with the binding checked once: nothing else binds the
         # adapter while this loop runs.
-        if sink is not adapter._target:
+        if sink is not adapter._sink:
             adapter._bind(sink)
         translate = adapter._translate
         try:

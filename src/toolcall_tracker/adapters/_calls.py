@@ -111,6 +111,7 @@ RULES: Final[dict[str, Rules]] = {
         absent_text_fails=False,
         unit="call",
     ),
+    "gemini": Rules(mint="gemini-call-{key[0]}-{key[1]}", unit="call", delta_event="partial_args"),
     "ai_sdk": Rules(
         mint=None,
         whitespace_is_text=False,
