@@ -355,11 +355,20 @@ def test_open_records_past_max_calls_are_not_kept(provider: str) -> None:
 
 def test_the_minter_never_exceeds_the_limit() -> None:
     minter = IdMinter()
-    ids = [minter.mint("base", 2) for _ in range(12)]
+    ids = [minter.mint("base", Limits(max_id_chars=2)) for _ in range(12)]
     given = [i for i in ids if i is not None]
     assert all(len(i) <= 2 for i in given)
     assert len(set(given)) == len(given)
     assert ids[-1] is None  # every two-character id of the base's family is taken
+
+
+def test_the_minter_remembers_as_many_ids_as_the_machine() -> None:
+    limits = Limits(max_calls=3, remember_forgotten=2)
+    minter = IdMinter()
+    for n in range(100):
+        assert minter.claim(f"id{n}", limits)
+    assert not minter.claim("id99", limits)  # a recent id: still known
+    assert minter.claim("id0", limits)  # older than the machine's memory: forgotten
 
 
 # -- the whole-call adapters ------------------------------------------------------------

@@ -279,3 +279,28 @@ def test_through_feed_the_adapter_keeps_its_own_copy_to_compare() -> None:
     events = [event for item in stream for event in adapter.feed(item)]
     assert type(events[-1]).__name__ == "Error"
     assert events[-1].error.kind == "arguments_mismatch"
+
+
+def test_the_adapters_memory_does_not_grow_with_the_number_of_calls() -> None:
+    """The issue's reproduction, scaled down: a stream of many calls while the machine
+    tracks 100; what the adapter keeps is bounded, not one record per call."""
+    import gc
+    import tracemalloc
+
+    def traced(calls: int) -> int:
+        limits = Limits(max_calls=100, remember_forgotten=100)  # ids remembered: 200
+        machine = tool_call_streaming_state_machine(limits=limits)
+        adapter = OpenAIResponsesAdapter()
+        gc.collect()
+        tracemalloc.start()
+        try:
+            for n in range(calls):
+                for item in custom_call(f"c{n}", "x", index=n):
+                    adapter.write(item, machine)
+            gc.collect()
+            return tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+
+    small, large = traced(1_000), traced(10_000)
+    assert large < 1.5 * small

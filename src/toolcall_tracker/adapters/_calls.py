@@ -238,7 +238,7 @@ class CallTable:
         limits = self.limits
         max_id = limits.max_id_chars
         if _usable_id(call_id, max_id):
-            if not self._ids.claim(call_id):
+            if not self._ids.claim(call_id, limits):
                 if self._rules.reused_id == "ignore":
                     logger.debug("ignored a call reusing id %r", call_id)
                     records.pop(key, None)
@@ -401,7 +401,7 @@ class CallTable:
         base = self._rules.mint
         if base is None:
             return None
-        return self._ids.mint(base.format(key=key), self.limits.max_id_chars)
+        return self._ids.mint(base.format(key=key), self.limits)
 
     def _prune(self) -> dict[Any, Record]:
         """Drop the records no event can need: closed calls, and calls the sink forgot."""

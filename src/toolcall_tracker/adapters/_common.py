@@ -20,6 +20,7 @@ from typing import Any, Final, TypeGuard
 from pydantic import BaseModel
 
 from .._support import bounded_repr as _bounded_repr
+from ..limits import Limits
 
 logger: Final = logging.getLogger("toolcall_tracker.adapters")
 """Adapters log the provider items they ignore as malformed here, at DEBUG."""
@@ -98,30 +99,35 @@ class IdMinter:
     The minted id is the base the adapter derives from the call's position (documented per
     adapter); if the stream already used it, ``<sep>2``, ``<sep>3``... is appended (the
     smallest suffix still free), so replaying a stream gives the same ids and no id is
-    handed out twice. An id is never longer than ``max_chars`` (the base is cut, the suffix
-    kept); when no suffix fits at all, :meth:`mint` returns ``None``.
+    handed out twice. An id is never longer than ``Limits.max_id_chars`` (the base is cut,
+    the suffix kept); when no suffix fits at all, :meth:`mint` returns ``None``.
+
+    Bounded like the machine's own memory of ids: the latest ``Limits.max_calls +
+    Limits.remember_forgotten`` ids are remembered (as many as the machine can still
+    track or remember as forgotten); an older one is forgotten here too.
     """
 
     __slots__ = ("_next", "_sep", "_used")
 
     def __init__(self, sep: str = "-") -> None:
-        self._used: set[str] = set()
+        self._used: dict[str, None] = {}  # oldest first
         self._next: dict[str, int] = {}  # per base: the smallest suffix that may be free
         self._sep = sep
 
-    def claim(self, call_id: str) -> bool:
+    def claim(self, call_id: str, limits: Limits) -> bool:
         """Record a provider-given id; ``False`` if this stream already used it."""
         if call_id in self._used:
             return False
-        self._used.add(call_id)
+        self._remember(call_id, limits)
         return True
 
-    def mint(self, base: str, max_chars: int) -> str | None:
+    def mint(self, base: str, limits: Limits) -> str | None:
         """A new id derived from ``base``, recorded as used; ``None`` if none fits.
 
         Linear over a stream: the next suffix to try is remembered per base.
         """
         used = self._used
+        max_chars = limits.max_id_chars
         candidate = base[:max_chars]
         if candidate in used:
             suffix = self._next.get(base, 2)
@@ -133,9 +139,18 @@ class IdMinter:
                 suffix += 1
                 if candidate not in used:
                     break
+            if len(self._next) >= limits.max_calls:
+                self._next.clear()  # a hint only: the search stays correct without it
             self._next[base] = suffix
-        used.add(candidate)
+        self._remember(candidate, limits)
         return candidate
+
+    def _remember(self, call_id: str, limits: Limits) -> None:
+        used = self._used
+        used[call_id] = None
+        bound = limits.max_calls + limits.remember_forgotten
+        while len(used) > bound:
+            del used[next(iter(used))]
 
 
 def _short(value: object, limit: int = 80) -> str:

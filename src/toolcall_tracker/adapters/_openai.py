@@ -288,7 +288,7 @@ class _Emitter(SinkAdapter):
     def _unique(self, candidate: str) -> str | None:
         """``candidate``, or ``candidate_2``, ``_3``... if another call already has it;
         ``None`` (logged at WARNING) when no such id fits ``Limits.max_id_chars``."""
-        minted = self._ids.mint(candidate, self._limits.max_id_chars)
+        minted = self._ids.mint(candidate, self._limits)
         if minted is None:
             _logger.warning(
                 "ignored a tool call: no id fits Limits.max_id_chars (%d)",
