@@ -560,3 +560,17 @@ def test_minted_ids_respect_max_id_chars_in_every_adapter(make: Any, items: list
     assert all(len(call.id) <= 1 for call in calls)
     assert machine.end is not None
     assert machine.end.ok
+
+
+@pytest.mark.parametrize("given", [[], 0, False, ""])
+def test_falsy_input_is_empty_is_off_for_the_ai_sdk(given: Any) -> None:
+    """The AI SDK's announced input is the input, whatever it is: ``[]`` stays ``[]``."""
+    assert not RULES["ai_sdk"].falsy_input_is_empty
+    assert RULES["anthropic"].falsy_input_is_empty
+    machine = tool_call_streaming_state_machine()
+    part = {"type": "tool-input-available", "toolCallId": "c1", "toolName": "f", "input": given}
+    apply_stream(machine, [part, {"type": "finish"}], AISDKAdapter())
+    (call,) = machine.list()
+    assert call.status == Status.RUNNING
+    assert call.args == given
+    assert type(call.args) is type(given)

@@ -23,6 +23,20 @@ INTENDED: dict[tuple[str, str], str] = {
     ),
 }
 SNAPSHOTTED: dict[str, Any] = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+# Changed on purpose for every stream its adapter reads none of (issue 21, the wrong-adapter
+# check): the end reason now names the adapter that fits. Calls and ``ok`` must not change.
+WRONG_ADAPTER = "these items look like "
+
+
+def _without_wrong_adapter_reason(after: Any, before: Any) -> Any:
+    """``after`` with the wrong-adapter check's end reason put back to ``before``'s."""
+    end = after.get("end") if isinstance(after, dict) else None
+    if isinstance(end, dict) and str(end.get("reason", "")).startswith(WRONG_ADAPTER):
+        assert end.get("ok") is False
+        before_end = before.get("end") if isinstance(before, dict) else None
+        if isinstance(before_end, dict):
+            return {**after, "end": {**end, "reason": before_end.get("reason")}}
+    return after
 
 
 def test_the_snapshot_covers_every_adapter() -> None:
@@ -45,4 +59,5 @@ def test_every_adapter_gives_what_it_gave_before(key: str) -> None:
         if (key, name) in INTENDED:
             assert after[name] != before[name], f"{name} on {key}: {INTENDED[key, name]}"
         else:
-            assert after[name] == before[name], f"{name} on {key}"
+            got = _without_wrong_adapter_reason(after[name], before[name])
+            assert got == before[name], f"{name} on {key}"

@@ -75,6 +75,9 @@ class Rules:
             call (else it says nothing).
         unit: what the provider calls a call's part of the stream, in error messages.
         delta_event: the event type that carries fragments, in error values.
+        falsy_input_is_empty: whether an announced input that is falsy and not a string
+            (``[]``, ``0``, ``False``) counts as no input, so the call gets ``{}`` (else
+            it gets that input's own JSON; ``None`` is always no input).
         reads_text: the adapter reads a call's streamed text back (:meth:`CallTable.text`)
             to check what the provider says it was: the sink's ``args_text`` when it has
             one, else a copy the table keeps, within ``Limits.max_args_chars``.
@@ -87,6 +90,7 @@ class Rules:
     unit: str = "block"
     delta_event: str = "delta"
     reads_text: bool = False
+    falsy_input_is_empty: bool = True
     reused_id: Literal["ignore", "mint"] = "ignore"
 
 
@@ -118,6 +122,7 @@ RULES: Final[dict[str, Rules]] = {
         unit="call",
         delta_event="tool-input-delta",
         reads_text=True,
+        falsy_input_is_empty=False,  # the SDK's input is the input, whatever it is
     ),
 }
 """Every provider's options, like the machine's transition table: one row per provider."""
@@ -321,7 +326,11 @@ class CallTable:
             return
         if record.empty:
             initial = record.initial
-            if initial is None or (not isinstance(initial, str) and not _plain(initial)):
+            if initial is None or (
+                self._rules.falsy_input_is_empty
+                and not isinstance(initial, str)
+                and not _plain(initial)
+            ):
                 text: str | None = "{}"
             else:
                 text = _json_text(initial)
