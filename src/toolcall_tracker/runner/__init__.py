@@ -63,6 +63,7 @@ from ..calls import ToolCall
 from ..tools import Tool, ToolsInput, tools_by_name
 from ..tracker import ToolCallTracker
 from ._control import RunControl
+from ._guard import GuardOutcome, StartGuard
 from ._pending import (
     DEFAULT_APPROVAL_TTL,
     ApprovalDecision,
@@ -73,12 +74,14 @@ from ._pending import (
     merge_calls,
 )
 from ._progress import ProgressUpdate
+from ._resume import StoreGuard
 from ._resume import resume as _resume
 from ._store import (
     DEPRECATED,
     CallOutcome,
     Claim,
     InMemoryOutcomeStore,
+    LeasedOutcomeStore,
     OutcomeStore,
     _as_store,
     _deprecated,
@@ -94,12 +97,16 @@ __all__ = [
     "ApprovalDecision",
     "CallOutcome",
     "Claim",
+    "GuardOutcome",
     "InMemoryOutcomeStore",
+    "LeasedOutcomeStore",
     "OutcomeStore",
     "PendingApproval",
     "PendingApprovals",
     "ProgressUpdate",
     "RunControl",
+    "StartGuard",
+    "StoreGuard",
     "ToolRunner",
     "merge_calls",
     "run_tools",
@@ -197,7 +204,11 @@ class ToolRunner:
         return dict(self._tools)
 
     async def run(
-        self, tracker: ToolCallTracker, *, control: RunControl | None = None
+        self,
+        tracker: ToolCallTracker,
+        *,
+        control: RunControl | None = None,
+        start_guard: StartGuard | None = None,
     ) -> list[ToolCall]:
         """Run every call of ``tracker``'s turn; return when all finished and the turn ended.
 
@@ -211,6 +222,10 @@ class ToolRunner:
             control: the handle through which the application decides approvals, cancels
                 calls and watches progress (one per run). Without one, a call that needs
                 approval is denied (reason ``"no_approver"``).
+            start_guard: asked right before each tool starts, and told its outcome after
+                it really finished (a :class:`StartGuard`; a durable turn claims the call
+                in its store and journal here). A guard that raises keeps the tool from
+                starting: the call ends ``not_executed`` (``claim_failed``).
 
         Returns:
             ``tracker.list()``: the snapshots of the calls the tracker retains, in start
@@ -220,7 +235,7 @@ class ToolRunner:
         Raises:
             Whatever cancelled it (after moving the unfinished calls to ``error``).
         """
-        await Turn(self, tracker, control).go()
+        await Turn(self, tracker, control, guard=start_guard).go()
         return tracker.list()
 
     async def resume(

@@ -1,0 +1,212 @@
+"""A :class:`~toolcall_tracker.durable.Journal` on one SQLite file (WAL), with a writer thread.
+
+Theory of operation. ``append_event`` / ``append`` put a tuple on a queue (a
+``collections.deque``: appending from the event loop and draining from a thread are both
+atomic) and, at the every-event level, wake the writer. The writer thread drains the queue
+and writes it in one transaction: consecutive stream events of one turn become one row of
+kind ``events`` (a JSON list), every other record its own row. ``commit`` drains the queue
+the same way on a worker thread and returns once it is written, so everything queued
+before it is durable. A write that fails puts the journal in a failed state: every later
+call raises :class:`DurableError` with the first error's text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections import deque
+from typing import Any, Final
+
+from ._journal import JournalRecord
+from ._sqlite import Database, DurableError, transaction
+
+__all__ = ["SQLiteJournal"]
+
+logger: Final = logging.getLogger("toolcall_tracker.durable")
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS toolcall_journal (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    turn TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS toolcall_journal_turn ON toolcall_journal (turn, seq);
+"""
+_EVENT: Final = "\x00event"  # the queue's kind for a stream event (packed into ``events`` rows)
+
+
+def _dump(value: Any) -> str:
+    # ensure_ascii keeps lone surrogates as \uXXXX escapes, which json.loads gives back
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+class SQLiteJournal:
+    """Turns recorded in one SQLite file (WAL), shared by processes.
+
+    Args:
+        location: the file (a path, ``sqlite:///relative.db`` or
+            ``sqlite:////absolute.db``); created if missing.
+        batch_ms: the durability level of stream events. ``None`` (default): each event
+            is committed at once by the writer thread (events arriving while it writes are
+            committed together next). A number: events are committed every ``batch_ms``
+            milliseconds. Claims and outcomes are committed before the step they guard
+            at either level.
+        busy_timeout: seconds a write waits for another writer's lock before failing.
+        synchronous: SQLite's ``synchronous`` setting (``"FULL"`` survives a power loss,
+            ``"NORMAL"`` a process crash).
+
+    Raises:
+        DurableError: the file cannot be opened or set up.
+    """
+
+    def __init__(
+        self,
+        location: str | os.PathLike[str],
+        *,
+        batch_ms: float | None = None,
+        busy_timeout: float = 5.0,
+        synchronous: str = "FULL",
+    ) -> None:
+        if batch_ms is not None and not batch_ms > 0:
+            raise ValueError(f"batch_ms must be a positive number or None, not {batch_ms!r}")
+        self._db = Database(location, busy_timeout=busy_timeout, synchronous=synchronous)
+        self._db.script("creating the journal table", _SCHEMA)
+        self._queue: deque[tuple[str, str, Any]] = deque()
+        self._interval = None if batch_ms is None else batch_ms / 1000
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._error: DurableError | None = None
+        self._writer = threading.Thread(
+            target=self._write_loop, name="toolcall-tracker journal writer", daemon=True
+        )
+        self._writer.start()
+
+    @property
+    def path(self) -> str:
+        """The SQLite file."""
+        return self._db.path
+
+    # -- the protocol ------------------------------------------------------------------
+
+    def append_event(self, turn_id: str, item: list[Any]) -> None:
+        """Queue one stream event of ``turn_id``."""
+        if self._error is not None:
+            self._raise()
+        self._queue.append((turn_id, _EVENT, item))
+        if self._interval is None:
+            self._wake.set()
+
+    def append(self, turn_id: str, kind: str, data: Any) -> None:
+        """Queue one record (written by the next :meth:`commit`, or the writer)."""
+        if self._error is not None:
+            self._raise()
+        if not kind or kind == _EVENT or kind == "events":
+            raise ValueError(f"invalid record kind {kind!r} (stream events: append_event)")
+        self._queue.append((turn_id, kind, data))
+
+    async def commit(self) -> None:
+        """Return once every record queued before this call is written and committed."""
+        if self._error is not None:
+            self._raise()
+        await self._db.call("committing the journal", self._drain)
+        if self._error is not None:
+            self._raise()
+
+    async def read(self, turn_id: str, after: int = 0) -> list[JournalRecord]:
+        """The committed records of ``turn_id`` after ``after``, in order."""
+
+        def go(conn: sqlite3.Connection) -> list[JournalRecord]:
+            rows = conn.execute(
+                "SELECT seq, kind, data FROM toolcall_journal WHERE turn = ? AND seq > ? "
+                "ORDER BY seq",
+                (turn_id, after),
+            ).fetchall()
+            return [JournalRecord(seq, kind, json.loads(data)) for seq, kind, data in rows]
+
+        return await self._db.call("reading the journal", go)
+
+    def close(self) -> None:
+        """Write what is queued, stop the writer and close the file."""
+        self._stop.set()
+        self._wake.set()
+        self._writer.join()
+        if self._error is None:
+            try:
+                self._db.run("closing the journal", self._drain)
+            except DurableError as exc:
+                logger.warning("%s", exc)
+        self._db.close()
+
+    def __enter__(self) -> SQLiteJournal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the writer ----------------------------------------------------------------------
+
+    def _raise(self) -> None:
+        raise DurableError(
+            f"the journal failed earlier, so the turn fails closed (no tool starts): {self._error}"
+        )
+
+    def _write_loop(self) -> None:
+        interval, wake, stop = self._interval, self._wake, self._stop
+        while not stop.is_set():
+            if interval is None:
+                wake.wait()
+                wake.clear()
+            elif stop.wait(interval):
+                break
+            if self._queue:
+                try:
+                    self._db.run("writing the journal", self._drain)
+                except DurableError:
+                    return  # _drain kept the error; every later call raises it
+
+    def _drain(self, conn: sqlite3.Connection) -> None:
+        """Write every queued record in one transaction (under the database lock)."""
+        if self._error is not None:
+            return
+        queue = self._queue
+        items = [queue.popleft() for _ in range(len(queue))]
+        if not items:
+            return
+        rows: list[tuple[str, str, str]] = []
+        batch: list[Any] = []
+        batch_turn = ""
+        for turn, kind, data in items:
+            if kind == _EVENT and (not batch or turn == batch_turn):
+                batch.append(data)
+                batch_turn = turn
+                continue
+            if batch:
+                rows.append((batch_turn, "events", _dump(batch)))
+                batch = []
+            if kind == _EVENT:
+                batch.append(data)
+                batch_turn = turn
+            else:
+                rows.append((turn, kind, _dump(data)))
+        if batch:
+            rows.append((batch_turn, "events", _dump(batch)))
+
+        def body(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "INSERT INTO toolcall_journal (turn, kind, data) VALUES (?, ?, ?)", rows
+            )
+
+        try:
+            transaction(conn, body)
+        except (sqlite3.Error, ValueError) as exc:
+            try:
+                if conn.in_transaction:
+                    conn.rollback()
+            except sqlite3.Error:  # pragma: no cover
+                pass
+            self._error = DurableError(f"writing the journal {self._db.path!r} failed: {exc}")
+            raise self._error from exc
