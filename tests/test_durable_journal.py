@@ -84,17 +84,20 @@ async def journaled_turn(
     limits: Limits | None = None,
 ) -> list[ToolCall]:
     tracker = ToolCallTracker(limits=limits)
-    async with DurableTurn(journal, "turn-1", tracker, store=store) as turn:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(tracker.consume, from_list(items))
-            return await turn.run(tools.runner)
+    async with (
+        DurableTurn(journal, "turn-1", tracker, store=store) as turn,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(tracker.consume, from_list(items))
+        return await turn.run(tools.runner)
 
 
-def leaves_of(group: BaseExceptionGroup[Any]) -> list[BaseException]:
-    out: list[BaseException] = []
-    for exc in group.exceptions:
-        out.extend(leaves_of(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return out
+def leaves_of(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups."""
+    inner = getattr(exc, "exceptions", None)
+    if inner is None:
+        return [exc]
+    return [leaf for sub in inner for leaf in leaves_of(sub)]
 
 
 def same(a: list[ToolCall], b: list[ToolCall]) -> None:
@@ -154,28 +157,35 @@ async def test_a_journal_that_cannot_commit_fails_the_turn_closed(
     tools = Tools()
     items = [*call_events("t1", "transfer", {"to": "bob", "amount": 5}), {"type": "end"}]
     tracker = ToolCallTracker()
+    caught: list[BaseException] = []
+
+    async def locked_turn(journal: SQLiteJournal, store: SQLiteOutcomeStore) -> None:
+        async with DurableTurn(journal, "turn-1", tracker, store=store) as turn:
+            other = sqlite3.connect(db, isolation_level=None)
+            other.execute("BEGIN EXCLUSIVE")  # the journal's file is locked mid-turn
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(tracker.consume, from_list(items))
+                    await turn.run(tools.runner)
+            except Exception as exc:  # the run stops with the journal's error
+                caught.append(exc)
+            finally:
+                other.execute("ROLLBACK")
+                other.close()
+
     with (
         anyio.fail_after(DEADLINE),
         SQLiteJournal(db, batch_ms=60_000, busy_timeout=0.05) as journal,
         SQLiteOutcomeStore(tmp_path / "s.db") as store,
     ):
         with pytest.raises(DurableError, match="fails closed"):  # leaving the turn says so
-            async with DurableTurn(journal, "turn-1", tracker, store=store) as turn:
-                other = sqlite3.connect(db, isolation_level=None)
-                other.execute("BEGIN EXCLUSIVE")  # the journal's file is locked mid-turn
-                try:
-                    with pytest.raises(BaseExceptionGroup) as info:
-                        async with anyio.create_task_group() as tg:
-                            tg.start_soon(tracker.consume, from_list(items))
-                            await turn.run(tools.runner)
-                finally:
-                    other.execute("ROLLBACK")
-                    other.close()
+            await locked_turn(journal, store)
         with pytest.raises(DurableError, match="fails closed"):
             journal.append_event("turn-1", ["r", "x"])
+    assert len(caught) == 1
     assert tools.ran == []
     # the run stopped with the journal's error (its later writes are refused) ...
-    leaves = leaves_of(info.value)
+    leaves = leaves_of(caught[0])
     assert leaves
     assert all(isinstance(exc, DurableError) for exc in leaves)
     assert "fails closed" in str(leaves[0])
