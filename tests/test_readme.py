@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-BLOCKS = [
-    (README[: match.start()].count("\n") + 1, match.group(1))
-    for match in re.finditer(r"```python\n(.*?)```", README, re.S)
-]
+from _doc_blocks import ROOT, python_blocks, run_block
+
+README = ROOT / "README.md"
+BLOCKS = python_blocks(README)
 
 
 def test_the_readme_has_python_blocks() -> None:
@@ -23,12 +16,4 @@ def test_the_readme_has_python_blocks() -> None:
 
 @pytest.mark.parametrize(("line", "code"), BLOCKS, ids=[f"line-{line}" for line, _ in BLOCKS])
 def test_a_readme_block_runs_as_written(line: int, code: str) -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, f"README.md line {line}:\n{result.stderr[-2000:]}"
+    run_block(README, line, code)

@@ -114,6 +114,19 @@ class FlakyStore:
         return await self.inner.get(key)
 
 
+class OldStore:
+    """A store written for the old ``FinishedCalls`` protocol (a test-and-set ``add``)."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+
+    async def add(self, key: str) -> bool:
+        if key in self.keys:
+            return False
+        self.keys.add(key)
+        return True
+
+
 # -- the store protocol ---------------------------------------------------------------------
 
 
@@ -178,33 +191,17 @@ def test_deprecated_finished_calls_names_warn_and_still_work() -> None:
         assert "k" in old
         assert isinstance(old, protocol)
 
-    class OldStore:
-        def __init__(self) -> None:
-            self.keys: set[str] = set()
-
-        async def add(self, key: str) -> bool:
-            if key in self.keys:
-                return False
-            self.keys.add(key)
-            return True
-
     with pytest.warns(DeprecationWarning, match="FinishedCalls store"):
-        ToolRunner([], finished_calls=OldStore())
+        runner = ToolRunner([], finished_calls=OldStore())
+    with pytest.warns(DeprecationWarning, match="outcome_store"):
+        assert runner.finished_calls is runner.outcome_store
+    with pytest.warns(DeprecationWarning, match="outcome_store="):
+        ToolRunner([], finished_calls=InMemoryOutcomeStore())
     with pytest.raises(TypeError, match="InMemoryOutcomeStore"):
         ToolRunner([], outcome_store=object())  # type: ignore[arg-type]
 
 
 async def test_an_old_finished_calls_store_still_prevents_a_second_run(anyio_backend: str) -> None:
-    class OldStore:
-        def __init__(self) -> None:
-            self.keys: set[str] = set()
-
-        async def add(self, key: str) -> bool:
-            if key in self.keys:
-                return False
-            self.keys.add(key)
-            return True
-
     ledger = Ledger()
     with pytest.warns(DeprecationWarning, match="FinishedCalls store"):
         runner = ledger.runner(finished_calls=OldStore())
@@ -362,6 +359,48 @@ async def test_malformed_tokens_and_signatures_are_refused_not_type_errors(
     assert ledger.ran == []
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    signature=st.text(),
+    token=st.text(),
+    decision_token=st.text(),
+    call_id=st.one_of(st.just("a"), st.text()),
+)
+def test_any_malformed_token_or_signature_is_approval_refused(
+    signature: str, token: str, decision_token: str, call_id: str
+) -> None:
+    signer = _Signer(SECRET)
+    call = ToolCall(id="a", name="t", args_text="{}", args={})
+    state = signer.pending("n", [signer.call("n", call)], Limits(), End())
+    good = state.approve("a")
+    forged_call = state.calls[0].model_copy(update={"token": token})
+    attempts = [
+        (state.model_copy(update={"signature": signature}), [good]),
+        (state.model_copy(update={"calls": (forged_call,)}), [good]),
+        (state, [good.model_copy(update={"token": decision_token, "call_id": call_id})]),
+    ]
+    for pending, decisions in attempts:
+        try:
+            signer.verify(pending, decisions)
+        except ApprovalRefused:
+            continue
+        # only the genuine values verify
+        assert pending.signature == state.signature
+        assert pending.calls == state.calls
+        assert decisions[0].token == good.token
+        assert decisions[0].call_id == "a"
+
+
+def test_a_decision_that_is_not_a_decision_is_refused() -> None:
+    signer = _Signer(SECRET)
+    call = ToolCall(id="a", name="t", args_text="{}", args={})
+    state = signer.pending("n", [signer.call("n", call)], Limits(), End())
+    weird = state.approve("a").model_copy(update={"call_id": ["a"]})
+    for bad in (weird, {"call_id": "a", "token": "x"}):
+        with pytest.raises(ApprovalRefused, match="ApprovalDecision"):
+            signer.verify(state, [bad])  # type: ignore[list-item]
+
+
 async def test_resume_refuses_unsigned_states_unless_allowed(anyio_backend: str) -> None:
     ledger = Ledger()
     runner = ledger.runner(approval_secret=None)
@@ -458,7 +497,10 @@ async def test_a_gated_tool_of_a_cut_off_turn_never_runs_on_resume(anyio_backend
         signer = _Signer(SECRET)
         cut = End(reason="length", ok=False)
         pending = signer.pending(ok_pending.nonce, ok_pending.calls, ok_pending.limits, cut)
-        calls = by_id(await runner.resume(pending, [pending.approve("a")]))
+        control = RunControl()
+        edited = pending.approve("a", pay("x", 2))
+        calls = by_id(await runner.resume(pending, [edited], control=control))
+    assert control.notes() == {}  # approved with edits, never ran: no "it ran with" note
     error = calls["a"].error
     assert isinstance(error, NotExecuted)
     assert error.reason == "length"

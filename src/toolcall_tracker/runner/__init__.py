@@ -54,6 +54,7 @@ alive). The runner keeps per-call state only until the call finishes.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from datetime import timedelta
 from importlib.util import find_spec
@@ -194,6 +195,12 @@ class ToolRunner:
         if not ttl.total_seconds() > 0:
             raise ValueError(f"approval_ttl must be positive, not {approval_ttl!r}")
         self._signer = _Signer(self._secret, ttl)
+        if isinstance(finished_calls, OutcomeStore):  # (an old store warns in _as_store)
+            warnings.warn(
+                "ToolRunner(finished_calls=...) is deprecated: pass outcome_store=...",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         store = outcome_store if outcome_store is not None else finished_calls
         self._store = _as_store(store) if store is not None else InMemoryOutcomeStore()
         self._tracing = _tracing(tracer_provider, record_content)
@@ -291,6 +298,11 @@ class ToolRunner:
     @property
     def finished_calls(self) -> OutcomeStore:
         """Deprecated name of :attr:`outcome_store`."""
+        warnings.warn(
+            "ToolRunner.finished_calls is deprecated: use outcome_store",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self._store
 
 

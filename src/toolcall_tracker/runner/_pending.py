@@ -429,6 +429,8 @@ class _Signer:
         by_id: dict[str, PendingApproval] = {}
         for call in pending.calls:
             token = _token(key, pending.nonce, call.call_id, call.tool, call.args_text)
+            if not isinstance(call.call_id, str):  # pragma: no cover (signed: a str)
+                raise ApprovalRefused("a pending call's id is not a string; nothing was run")
             if not _same(token, call.token) or call.call_id in by_id:
                 raise ApprovalRefused(
                     f"pending call {call.call_id!r} does not verify; nothing was run"
@@ -436,6 +438,12 @@ class _Signer:
             by_id[call.call_id] = call
         decided: dict[str, ApprovalDecision] = {}
         for decision in decisions:
+            if not isinstance(decision, ApprovalDecision) or not isinstance(decision.call_id, str):
+                raise ApprovalRefused(
+                    f"a decision must be an ApprovalDecision (pending.approve(id) or "
+                    f"pending.deny(id, reason)), not {type(decision).__name__} with call id "
+                    f"{getattr(decision, 'call_id', None)!r}; nothing was run"
+                )
             match = by_id.get(decision.call_id)
             if match is None:
                 raise ApprovalRefused(

@@ -358,6 +358,8 @@ class Turn(Approvals, ChangeListener):
                 else:
                     self._apply_result(call, outcome.result)
             return False
+        # False: finished by somebody else while it was being claimed (a cancel, a close);
+        # the claim then has no outcome, so a later resume sees it in doubt (never re-run).
         return self._tracker.status(call.id) is _RUNNING and call.id in self._calls
 
     async def _record(self, call: ToolCall, result: Any, failure: CallFailure | None) -> None:
