@@ -31,11 +31,12 @@ from typing import Any
 from ..calls import Status, ToolCall
 from ..limits import Limits
 from ..runner import CallOutcome, OutcomeStore, RunControl, ToolRunner
+from ..sink import EventSink
 from ..tracker import ToolCallTracker
 from ._journal import DEFAULT_KEY_TTL, DurableTurn, Journal
 from ._sqlite import DurableError
 
-__all__ = ["RestoredTurn", "restore", "resume_turn"]
+__all__ = ["RestoredTurn", "apply_events", "restore", "resume_turn"]
 
 INTERRUPTED = "interrupted"
 
@@ -79,7 +80,7 @@ async def restore(journal: Journal, turn_id: str) -> RestoredTurn:
     outcomes: dict[str, CallOutcome] = {}
     for record in records[1:]:
         if record.kind == "events":
-            _replay(tracker, record.data)
+            apply_events(tracker, record.data)
         elif record.kind == "claim":
             claimed.add(record.data["id"])
         elif record.kind == "outcome":
@@ -128,21 +129,27 @@ async def resume_turn(
         return await turn.run(runner, control=control)
 
 
-def _replay(tracker: ToolCallTracker, items: list[Any]) -> None:
+def apply_events(sink: EventSink, items: list[Any]) -> None:
+    """Write the stream events of one ``events`` record to ``sink`` (a machine, a tracker
+    or any :class:`~toolcall_tracker.EventSink`), in order.
+
+    Raises:
+        DurableError: an event this version does not know.
+    """
     for item in items:
         tag = item[0]
         if tag == "d":
-            tracker.write_delta(item[1], item[2])
+            sink.write_delta(item[1], item[2])
         elif tag == "s":
-            tracker.write_start(item[1], item[2])
+            sink.write_start(item[1], item[2])
         elif tag == "r":
-            tracker.write_ready(item[1])
+            sink.write_ready(item[1])
         elif tag == "R":
-            tracker.write_result(item[1], item[2])
+            sink.write_result(item[1], item[2])
         elif tag == "E":
-            tracker.write_error(item[1], _error_value(item[2]))
+            sink.write_error(item[1], _error_value(item[2]))
         elif tag == "e":
-            tracker.write_end(item[1], item[2])
+            sink.write_end(item[1], item[2])
         else:
             raise DurableError(f"unknown journal event {tag!r}: written by a newer version?")
 

@@ -17,11 +17,12 @@ import logging
 import os
 import sqlite3
 import threading
+import urllib.parse
 from collections import deque
 from typing import Any, Final
 
 from ._journal import JournalRecord
-from ._sqlite import Database, DurableError, transaction
+from ._sqlite import Database, DurableError, sqlite_path, transaction
 
 __all__ = ["SQLiteJournal"]
 
@@ -128,6 +129,33 @@ class SQLiteJournal:
             return [JournalRecord(seq, kind, json.loads(data)) for seq, kind, data in rows]
 
         return await self._db.call("reading the journal", go)
+
+    @staticmethod
+    def read_file(
+        location: str | os.PathLike[str], turn_id: str, after: int = 0
+    ) -> list[JournalRecord]:
+        """The committed records of ``turn_id`` after ``after`` in the journal file at
+        ``location``, read now, without a writer (blocking: for tools and scripts).
+
+        Raises:
+            DurableError: the file does not exist or is not a readable journal.
+        """
+        path = sqlite_path(location)
+        if not os.path.exists(path):
+            raise DurableError(f"there is no journal file {path!r}")
+        try:
+            conn = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)
+            try:
+                rows = conn.execute(
+                    "SELECT seq, kind, data FROM toolcall_journal WHERE turn = ? AND seq > ? "
+                    "ORDER BY seq",
+                    (turn_id, after),
+                ).fetchall()
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise DurableError(f"cannot read the journal {path!r}: {exc}") from exc
+        return [JournalRecord(seq, kind, json.loads(data)) for seq, kind, data in rows]
 
     def close(self) -> None:
         """Write what is queued, stop the writer and close the file."""
