@@ -10,8 +10,9 @@ record kind     data (JSON)
 ``events``      stream events, as read from the machine's change feed: ``["s", id,
                 name]`` start, ``["d", id, text]`` delta, ``["r", id]`` ready, ``["R",
                 id, result]`` result, ``["E", id, error]`` error, ``["e", ok, reason]`` end
-``claim``       ``{"id", "tool"}``: the call was claimed; its tool starts after this
-                record is committed
+``claim``       ``{"id", "tool"}``: the call is being claimed (committed before the
+                store is asked, so a store claim always has its record); its tool
+                starts only after both
 ``outcome``     ``{"id", "kind", "result" | "failure"}``: how a claimed call's tool ended
 ==============  ==========================================================================
 
@@ -31,7 +32,6 @@ outcome's commit after the tool ended. A journal that failed once raises
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from datetime import datetime, timedelta, timezone
 from types import TracebackType
@@ -42,7 +42,6 @@ from ..calls import Status, ToolCall
 from ..changes import ChangeListener
 from ..errors import CallFailure
 from ..events import End
-from ..failures import NotExecuted
 from ..runner import (
     CallOutcome,
     GuardOutcome,
@@ -128,7 +127,7 @@ class _Recorder(ChangeListener):
 
 
 class _JournalGuard:
-    """The start guard of a durable turn: claim in the store, then in the journal (both
+    """The start guard of a durable turn: claim in the journal, then in the store (both
     committed) before the tool starts; record the outcome in both after it ended."""
 
     __slots__ = ("_journal", "_store", "_turn")
@@ -139,24 +138,12 @@ class _JournalGuard:
         self._store = store
 
     async def claim(self, call: ToolCall) -> GuardOutcome | None:
-        await self._journal.commit()  # the stream so far, before anything starts
-        earlier = await self._store.claim(call)
-        if earlier is not None:
-            return earlier  # finished elsewhere (or in doubt): the feed journals it
+        # The claim is journaled (with the stream so far) before the store is asked, so
+        # every claim in the store has its record: a restore knows which calls may have
+        # run. A journal that cannot commit raises here: the tool does not start.
         self._journal.append(self._turn, "claim", {"id": call.id, "tool": call.name})
-        try:
-            await self._journal.commit()
-        except BaseException:
-            # Won in the store, not journaled: nothing ran, so say that for later claims.
-            failure = NotExecuted(
-                message=f"tool {call.name!r} was not run: its claim could not be journaled",
-                tool=call.name,
-                reason="claim_failed",
-            )
-            with contextlib.suppress(Exception):  # failing too: the call stays in doubt
-                await self._store.record(call, None, failure)
-            raise
-        return None
+        await self._journal.commit()
+        return await self._store.claim(call)  # a GuardOutcome: finished elsewhere
 
     async def record(self, call: ToolCall, result: Any, failure: CallFailure | None) -> None:
         try:

@@ -51,8 +51,8 @@ class RestoredTurn:
             has the end).
         limits: the turn's ``Limits``.
         cut: ``True`` if the journal has no ``end``: the model's stream was cut.
-        claimed: the ids of the calls claimed (their tool started) without a journaled
-            outcome: they may have run.
+        claimed: the ids of the calls claimed (their tool may have started) without a
+            journaled outcome: the store decides, on resume, whether they ran.
         records: how many records were read; ``last_seq`` the position of the last.
     """
 
