@@ -1,0 +1,181 @@
+"""Benchmark of the SQLite journal: CPU per event per durability level, restore, follower.
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/journal.py            # full run
+    .venv/bin/python benchmarks/journal.py --quick    # small sizes, seconds (CI)
+
+Reports, in one run:
+
+- per durability level (every event; batched every 5 ms), the process CPU time per event
+  (``time.process_time``: every thread, the journal's writer included) of one turn of the
+  8 calls x 2 KB workload (seed events applied to a tracker) recorded through a
+  ``DurableTurn``, minus the same turn with no journal; the median of the repeats;
+- the wall time of ``restore`` of a turn of 100,000 events;
+- a polling follower's latency: how long after ``append_event`` a reader polling the file
+  every 10 ms (``SQLiteJournal.read_file``) sees the event, at the batched level.
+
+Targets (issue 19): batched adds at most 2 us per event; 100,000 events restore in < 1 s.
+The journal is a file in a temporary directory (``synchronous=FULL``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import streams
+
+from toolcall_tracker import ToolCallTracker
+from toolcall_tracker.durable import DurableTurn, SQLiteJournal, SQLiteOutcomeStore, restore
+
+LEVELS: list[tuple[str, float | None]] = [("every event", None), ("batched 5 ms", 5.0)]
+
+
+def workload() -> list[dict[str, Any]]:
+    spec = streams.WorkloadSpec("8x2KB", "8 calls x 2 KB args", 8, 2048)
+    items = list(streams.build_workload(spec, {"seed-dicts"}, []).families["seed-dicts"].items)
+    return [*items, {"type": "end"}]
+
+
+async def one_turn(
+    items: list[dict[str, Any]],
+    journal: SQLiteJournal | None,
+    store: SQLiteOutcomeStore | None,
+    turn: str,
+) -> None:
+    tracker = ToolCallTracker()
+    if journal is None or store is None:
+        for item in items:
+            tracker.apply(item)
+        return
+    async with DurableTurn(journal, turn, tracker, store=store):
+        for item in items:
+            tracker.apply(item)
+
+
+def cpu_per_event(
+    items: list[dict[str, Any]], directory: Path, batch_ms: float | None, repeats: int, label: str
+) -> list[float]:
+    """CPU seconds per event of ``repeats`` turns (``label`` "none": no journal)."""
+    samples = []
+    journal = store = None
+    if label != "none":
+        journal = SQLiteJournal(directory / f"{label}.db", batch_ms=batch_ms)
+        store = SQLiteOutcomeStore(journal.path)
+    try:
+        for number in range(repeats):
+            start = time.process_time()
+            anyio.run(one_turn, items, journal, store, f"turn-{number}")
+            samples.append((time.process_time() - start) / len(items))
+    finally:
+        if journal is not None and store is not None:
+            store.close()
+            journal.close()
+    return samples
+
+
+def restore_time(directory: Path, events: int) -> tuple[float, int]:
+    """Seconds to restore a turn of about ``events`` events (and the exact count)."""
+    calls = max(1, events // 1000)
+    items: list[dict[str, Any]] = []
+    for k in range(calls):
+        call_id = f"call_{k:05d}"
+        items.append({"type": "start", "id": call_id, "name": "search"})
+        items.append({"type": "delta", "id": call_id, "argsTextDelta": '{"q": "'})
+        items.extend(
+            {"type": "delta", "id": call_id, "argsTextDelta": "abcdefgh"} for _ in range(996)
+        )
+        items.append({"type": "delta", "id": call_id, "argsTextDelta": '"}'})
+        items.append({"type": "ready", "id": call_id})
+    items.append({"type": "end"})
+    path = directory / "restore.db"
+    with SQLiteJournal(path, batch_ms=50.0) as journal, SQLiteOutcomeStore(path) as store:
+        anyio.run(one_turn, items, journal, store, "big")
+
+        async def go() -> float:
+            start = time.perf_counter()
+            restored = await restore(journal, "big")
+            elapsed = time.perf_counter() - start
+            assert len(restored.tracker.list()) == calls
+            return elapsed
+
+        return anyio.run(go), len(items)
+
+
+def follower_latency(directory: Path, count: int) -> list[float]:
+    """Seconds from ``append_event`` to a 10 ms polling reader seeing each event."""
+    path = directory / "follow.db"
+    sent: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    done = threading.Event()
+    with SQLiteJournal(path, batch_ms=5.0) as journal:
+        journal.append("t", "limits", {"limits": {}})
+        anyio.run(journal.commit)
+
+        def follow() -> None:
+            after = 0
+            while not done.is_set() or len(seen) < count:
+                for record in SQLiteJournal.read_file(path, "t", after):
+                    now = time.perf_counter()
+                    after = record.seq
+                    if record.kind == "events":
+                        for item in record.data:
+                            seen.setdefault(item[2], now)
+                time.sleep(0.01)
+
+        reader = threading.Thread(target=follow)
+        reader.start()
+        for number in range(count):
+            key = f"e{number}"
+            sent[key] = time.perf_counter()
+            journal.append_event("t", ["d", "c", key])
+            time.sleep(0.02)
+        done.set()
+        reader.join(30)
+    return [seen[key] - sent[key] for key in sent if key in seen]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (CI)")
+    args = parser.parse_args()
+    repeats = 3 if args.quick else 15
+    events = 10_000 if args.quick else 100_000
+    items = workload()
+    print(f"workload: 8 calls x 2 KB args, {len(items)} events per turn; {repeats} turns each")
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        base = statistics.median(cpu_per_event(items, directory, None, repeats, "none"))
+        print(f"  no journal            {base * 1e6:8.2f} us CPU per event")
+        for name, batch_ms in LEVELS:
+            label = "every" if batch_ms is None else "batched"
+            cpu = statistics.median(cpu_per_event(items, directory, batch_ms, repeats, label))
+            print(
+                f"  {name:<20}  {cpu * 1e6:8.2f} us CPU per event  "
+                f"(+{(cpu - base) * 1e6:.2f} us, x{cpu / base:.2f})"
+            )
+        seconds, count = restore_time(directory, events)
+        print(
+            f"restore: {count:,} events in {seconds:.3f} s ({seconds / count * 1e6:.2f} us/event)"
+        )
+        latencies = sorted(follower_latency(directory, 10 if args.quick else 100))
+        print(
+            f"follower (batched 5 ms, polling every 10 ms): median "
+            f"{statistics.median(latencies) * 1e3:.1f} ms, max {latencies[-1] * 1e3:.1f} ms "
+            f"over {len(latencies)} events"
+        )
+
+
+if __name__ == "__main__":
+    main()
