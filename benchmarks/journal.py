@@ -11,7 +11,8 @@ Reports, in one run:
   (``time.process_time``: every thread, the journal's writer included) of one turn of the
   8 calls x 2 KB workload (seed events applied to a tracker) recorded through a
   ``DurableTurn``, minus the same turn with no journal; the median of the repeats;
-- the wall time of ``restore`` of a turn of 100,000 events;
+- the wall time of ``restore`` of a turn of 100,000 events, with each call's deltas in a
+  row (the journal joins them into one item) and interleaved round-robin (it cannot);
 - a polling follower's latency: how long after ``append_event`` a reader polling the file
   every 10 ms (``SQLiteJournal.read_file``) sees the event, at the batched level.
 
@@ -85,21 +86,24 @@ def cpu_per_event(
     return samples
 
 
-def restore_time(directory: Path, events: int) -> tuple[float, int]:
-    """Seconds to restore a turn of about ``events`` events (and the exact count)."""
+def restore_time(directory: Path, events: int, interleaved: bool) -> tuple[float, int]:
+    """Seconds to restore a turn of about ``events`` events (and the exact count); the
+    deltas of its calls consecutive (joined in the journal), or interleaved round-robin
+    (every delta its own journal item)."""
     calls = max(1, events // 1000)
+    ids = [f"call_{k:05d}" for k in range(calls)]
     items: list[dict[str, Any]] = []
-    for k in range(calls):
-        call_id = f"call_{k:05d}"
-        items.append({"type": "start", "id": call_id, "name": "search"})
-        items.append({"type": "delta", "id": call_id, "argsTextDelta": '{"q": "'})
-        items.extend(
-            {"type": "delta", "id": call_id, "argsTextDelta": "abcdefgh"} for _ in range(996)
-        )
-        items.append({"type": "delta", "id": call_id, "argsTextDelta": '"}'})
-        items.append({"type": "ready", "id": call_id})
+    items.extend({"type": "start", "id": call_id, "name": "search"} for call_id in ids)
+    text = ['{"q": "', *["abcdefgh"] * 996, '"}']
+    if interleaved:
+        for part in text:
+            items.extend({"type": "delta", "id": call_id, "argsTextDelta": part} for call_id in ids)
+    else:
+        for call_id in ids:
+            items.extend({"type": "delta", "id": call_id, "argsTextDelta": part} for part in text)
+    items.extend({"type": "ready", "id": call_id} for call_id in ids)
     items.append({"type": "end"})
-    path = directory / "restore.db"
+    path = directory / f"restore-{interleaved}.db"
     with SQLiteJournal(path, batch_ms=50.0) as journal, SQLiteOutcomeStore(path) as store:
         anyio.run(one_turn, items, journal, store, "big")
 
@@ -165,10 +169,13 @@ def main() -> None:
                 f"  {name:<20}  {cpu * 1e6:8.2f} us CPU per event  "
                 f"(+{(cpu - base) * 1e6:.2f} us, x{cpu / base:.2f})"
             )
-        seconds, count = restore_time(directory, events)
-        print(
-            f"restore: {count:,} events in {seconds:.3f} s ({seconds / count * 1e6:.2f} us/event)"
-        )
+        for interleaved in (False, True):
+            seconds, count = restore_time(directory, events, interleaved)
+            shape = "interleaved round-robin" if interleaved else "each call's deltas in a row"
+            print(
+                f"restore: {count:,} events ({shape}) in {seconds:.3f} s "
+                f"({seconds / count * 1e6:.2f} us/event)"
+            )
         latencies = sorted(follower_latency(directory, 10 if args.quick else 100))
         print(
             f"follower (batched 5 ms, polling every 10 ms): median "

@@ -4,10 +4,11 @@ Theory of operation. ``append_event`` / ``append`` put a tuple on a queue (a
 ``collections.deque``: appending from the event loop and draining from a thread are both
 atomic) and, at the every-event level, wake the writer. The writer thread drains the queue
 and writes it in one transaction: consecutive stream events of one turn become one row of
-kind ``events`` (a JSON list), every other record its own row. ``commit`` drains the queue
-the same way on a worker thread and returns once it is written, so everything queued
-before it is durable. A write that fails puts the journal in a failed state: every later
-call raises :class:`DurableError` with the first error's text.
+kind ``events`` (a JSON list; consecutive deltas of one call joined into one), every other
+record its own row. ``commit`` drains the queue the same way on a worker thread and returns
+once it is written, so everything queued before it is durable. A write that fails puts
+the journal in a failed state: every later call raises :class:`DurableError` with the first
+error's text.
 """
 
 from __future__ import annotations
@@ -43,6 +44,45 @@ _EVENT: Final = "\x00event"  # the queue's kind for a stream event (packed into 
 def _dump(value: Any) -> str:
     # ensure_ascii keeps lone surrogates as \uXXXX escapes, which json.loads gives back
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+class _Batch:
+    """The stream events of one turn going into one ``events`` row; consecutive deltas of
+    one call are joined into one (replaying them gives the same call: the machine keeps
+    the text, not its fragments)."""
+
+    __slots__ = ("items", "parts", "turn")
+
+    def __init__(self) -> None:
+        self.turn: str | None = None
+        self.items: list[Any] = []
+        self.parts: list[str] = []  # the text of the last item's delta run
+
+    def add(self, item: list[Any]) -> None:
+        items = self.items
+        if item[0] == "d":
+            if items and self.parts and items[-1][1] == item[1]:
+                self.parts.append(item[2])
+                return
+            self._join()
+            self.parts = [item[2]]
+            items.append(["d", item[1], ""])
+            return
+        self._join()
+        items.append(item)
+
+    def _join(self) -> None:
+        if self.parts:
+            self.items[-1][2] = "".join(self.parts)
+            self.parts = []
+
+    def flush(self, rows: list[tuple[str, str, str]]) -> None:
+        if self.items and self.turn is not None:
+            self._join()
+            rows.append((self.turn, "events", _dump(self.items)))
+        self.items = []
+        self.parts = []
+        self.turn = None
 
 
 class SQLiteJournal:
@@ -205,23 +245,17 @@ class SQLiteJournal:
         if not items:
             return
         rows: list[tuple[str, str, str]] = []
-        batch: list[Any] = []
-        batch_turn = ""
+        batch = _Batch()
         for turn, kind, data in items:
-            if kind == _EVENT and (not batch or turn == batch_turn):
-                batch.append(data)
-                batch_turn = turn
-                continue
-            if batch:
-                rows.append((batch_turn, "events", _dump(batch)))
-                batch = []
-            if kind == _EVENT:
-                batch.append(data)
-                batch_turn = turn
-            else:
+            if kind != _EVENT:
+                batch.flush(rows)
                 rows.append((turn, kind, _dump(data)))
-        if batch:
-            rows.append((batch_turn, "events", _dump(batch)))
+            else:
+                if turn != batch.turn:
+                    batch.flush(rows)
+                    batch.turn = turn
+                batch.add(data)
+        batch.flush(rows)
 
         def body(conn: sqlite3.Connection) -> None:
             conn.executemany(
