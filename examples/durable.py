@@ -70,14 +70,16 @@ async def first_process(directory: Path) -> None:
     tools = runner(directory)
     with SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
         tracker = ToolCallTracker()
-        async with DurableTurn(journal, "turn-1", tracker, store=store) as turn:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(tracker.consume, model_stream())
-                tg.start_soon(turn.run, tools)
-                await tracker.wait_done("c1")
-                await journal.commit()
-                print("lookup done; the model's stream stalls", flush=True)
-                await anyio.sleep_forever()  # killed here
+        async with (
+            DurableTurn(journal, "turn-1", tracker, store=store) as turn,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(tracker.consume, model_stream())
+            tg.start_soon(turn.run, tools)
+            await tracker.wait_done("c1")
+            await journal.commit()
+            print("lookup done; the model's stream stalls", flush=True)
+            await anyio.sleep_forever()  # killed here
 
 
 async def second_process(directory: Path) -> None:
