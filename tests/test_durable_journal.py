@@ -36,7 +36,7 @@ from toolcall_tracker.durable import (
     restore,
     resume_turn,
 )
-from toolcall_tracker.failures import ToolRaised
+from toolcall_tracker.failures import ClaimFailed, ToolRaised
 from toolcall_tracker.feedback import jsonable
 
 pytestmark = pytest.mark.anyio
@@ -192,8 +192,8 @@ async def test_a_journal_that_cannot_commit_fails_the_turn_closed(
     # ... and the call says why its tool never started
     call = tracker.get("t1")
     assert call is not None
-    assert isinstance(call.error, NotExecuted)
-    assert call.error.reason == "claim_failed"
+    assert isinstance(call.error, ClaimFailed)
+    assert call.error.exception == "DurableError"
     assert "journal" in call.error.message
     assert "database is locked" in call.error.message
 

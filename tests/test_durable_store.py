@@ -22,7 +22,6 @@ from _runner_helpers import call_events, from_list
 from conftest import DEADLINE
 from toolcall_tracker import (
     CallOutcome,
-    NotExecuted,
     OutcomeInDoubt,
     PendingApprovals,
     RunControl,
@@ -33,7 +32,7 @@ from toolcall_tracker import (
     tool,
 )
 from toolcall_tracker.durable import DurableError, SQLiteOutcomeStore, sqlite_path
-from toolcall_tracker.failures import ToolRaised
+from toolcall_tracker.failures import ClaimFailed, ToolRaised
 from toolcall_tracker.runner import LeasedOutcomeStore, OutcomeStore, StoreGuard
 
 pytestmark = pytest.mark.anyio
@@ -241,8 +240,7 @@ async def test_a_locked_database_fails_the_claim_closed(tmp_path: Path, anyio_ba
             other.close()
         assert ledger.ran == []
         assert calls[0].status is Status.ERROR
-        assert isinstance(calls[0].error, NotExecuted)
-        assert calls[0].error.reason == "claim_failed"
+        assert isinstance(calls[0].error, ClaimFailed)
         assert "database is locked" in calls[0].error.message
         assert str(path) in calls[0].error.message
         again = await runner.resume(pending, [pending.approve("c1")])  # still decidable

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from _runner_helpers import by_id, call_events, from_list
 from conftest import DEADLINE
 from toolcall_tracker import (
+    ApprovalCheckFailed,
     ApprovalDenied,
     ApprovalRefused,
     NotExecuted,
@@ -205,7 +206,7 @@ async def test_a_predicate_decides_per_call(anyio_backend: str, sync: bool) -> N
     assert ran == [5]
 
 
-async def test_a_predicate_that_raises_fails_its_call_only(anyio_backend: str) -> None:
+async def test_a_predicate_that_raises_fails_its_call_with_its_own_kind(anyio_backend: str) -> None:
     def boom(call: Any) -> bool:
         raise RuntimeError("no idea")
 
@@ -218,7 +219,11 @@ async def test_a_predicate_that_raises_fails_its_call_only(anyio_backend: str) -
         async with anyio.create_task_group() as tg:
             tg.start_soon(tracker.consume, from_list(turn_events(("a", "f", {}))))
             calls = by_id(await runner.run(tracker, control=RunControl()))
-    assert isinstance(calls["a"].error, ToolRaised)
+    error = calls["a"].error
+    assert isinstance(error, ApprovalCheckFailed)
+    assert error.kind == "approval_check_failed"
+    assert error.exception == "RuntimeError"
+    assert not isinstance(error, ToolRaised)
 
 
 async def test_without_a_control_a_call_needing_approval_is_denied(anyio_backend: str) -> None:

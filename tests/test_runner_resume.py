@@ -18,6 +18,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from _runner_helpers import by_id, call_events, from_list
+from _stores import FlakyStore, OldStore
 from conftest import DEADLINE
 from toolcall_tracker import (
     ApprovalDecision,
@@ -40,7 +41,7 @@ from toolcall_tracker import (
     merge_calls,
     tool,
 )
-from toolcall_tracker.failures import ApprovalDenied, CallCancelled, ToolRaised
+from toolcall_tracker.failures import ApprovalDenied, CallCancelled, ClaimFailed, ToolRaised
 from toolcall_tracker.runner._pending import _Signer
 
 pytestmark = pytest.mark.anyio
@@ -85,46 +86,6 @@ async def deferred(
 
 def pay(to: str, amount: int) -> dict[str, Any]:
     return {"to": to, "amount": amount}
-
-
-class FlakyStore:
-    """An in-memory store whose claim / record raise for the keys (by call id) listed."""
-
-    def __init__(self) -> None:
-        self.inner = InMemoryOutcomeStore()
-        self.fail_claim: set[str] = set()
-        self.fail_record: set[str] = set()
-        self.log: list[tuple[str, str]] = []
-
-    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
-        call_id = key.split(":", 1)[1]
-        self.log.append(("claim", call_id))
-        if call_id in self.fail_claim:
-            raise ConnectionError("store down")
-        return await self.inner.claim(key, expires_at=expires_at)
-
-    async def record(self, key: str, outcome: CallOutcome) -> None:
-        call_id = key.split(":", 1)[1]
-        self.log.append(("record", call_id))
-        if call_id in self.fail_record:
-            raise ConnectionError("store down")
-        await self.inner.record(key, outcome)
-
-    async def get(self, key: str) -> CallOutcome | None:
-        return await self.inner.get(key)
-
-
-class OldStore:
-    """A store written for the old ``FinishedCalls`` protocol (a test-and-set ``add``)."""
-
-    def __init__(self) -> None:
-        self.keys: set[str] = set()
-
-    async def add(self, key: str) -> bool:
-        if key in self.keys:
-            return False
-        self.keys.add(key)
-        return True
 
 
 # -- the store protocol ---------------------------------------------------------------------
@@ -242,8 +203,8 @@ async def test_a_failed_claim_leaves_the_call_decidable(anyio_backend: str) -> N
         decisions = [pending.approve("a"), pending.approve("b")]
         first = by_id(await runner.resume(pending, decisions))
         error = first["b"].error
-        assert isinstance(error, NotExecuted)
-        assert error.reason == "claim_failed"
+        assert isinstance(error, ClaimFailed)
+        assert error.exception == "ConnectionError"
         assert ledger.ran == [("x", 1)]
         store.fail_claim.clear()
         second = by_id(await runner.resume(pending, decisions))
@@ -282,6 +243,21 @@ async def test_a_denied_call_cannot_be_approved_by_a_later_resume(anyio_backend:
         assert isinstance(error, ApprovalDenied)
         assert error.reason == "no"
     assert ledger.ran == []
+
+
+async def test_a_denial_whose_claim_fails_is_claim_failed_not_denied(anyio_backend: str) -> None:
+    """An earlier resume ran the call; a later denial cannot reach the store: the answer is
+    ``claim_failed``, never "denied" (which would tell the model it did not run)."""
+    ledger = Ledger()
+    store = FlakyStore()
+    runner = ledger.runner(outcome_store=store)
+    with anyio.fail_after(DEADLINE):
+        _, pending = await deferred(runner, events(("a", pay("x", 1))))
+        await runner.resume(pending, [pending.approve("a")])
+        store.fail_claim.add("a")
+        calls = by_id(await runner.resume(pending, [pending.deny("a", "no")]))
+    assert isinstance(calls["a"].error, ClaimFailed)
+    assert ledger.ran == [("x", 1)]
 
 
 # -- the signed state ---------------------------------------------------------------------------
@@ -592,7 +568,6 @@ async def test_an_edited_call_that_never_ran_gets_no_note(anyio_backend: str) ->
     assert isinstance(calls["a"].error, NotExecuted)
     assert isinstance(calls["b"].error, CallCancelled)
     assert control.notes() == {}
-    assert control.edited == {}
     assert ledger.ran == []
 
     # the same edit on a call that runs (in a resume) is noted

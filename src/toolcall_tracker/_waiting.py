@@ -35,6 +35,7 @@ class Waiting(ChangeListener):
     """Waiters, ready calls and timelines of one tracker, kept by the machine's feed."""
 
     __slots__ = (
+        "_closed_event",
         "_iterators",
         "_machine",
         "_stream_event",
@@ -62,6 +63,7 @@ class Waiting(ChangeListener):
         # how it ended.
         self._woken: dict[str, list[Waiter]] = {}
         self._stream_event: anyio.Event | None = None
+        self._closed_event: anyio.Event | None = None  # made by the first wait_closed
 
     # -- the change feed ----------------------------------------------------------------
 
@@ -196,8 +198,17 @@ class Waiting(ChangeListener):
         """Stop delivering to a finished iterator."""
         self._iterators = [ref for ref in self._iterators if ref() not in (iterator, None)]
 
+    async def wait_closed(self) -> None:
+        """Return once the tracker is closed."""
+        if not self.closed:
+            if self._closed_event is None:
+                self._closed_event = anyio.Event()
+            await self._closed_event.wait()
+
     def wake_all(self) -> None:
         """Wake every waiter and the stream (the turn ended, or the tracker closed)."""
+        if self.closed and self._closed_event is not None:
+            self._closed_event.set()
         waiters, self._waiters = self._waiters, {}
         for call_id, waiter in waiters.items():
             waiter.event.set()

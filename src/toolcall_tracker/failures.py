@@ -15,6 +15,8 @@ model as the call's result. The kinds:
 ``not_executed``   :class:`NotExecuted`    a gated tool's turn did not end normally
 ``cancelled``      :class:`CallCancelled`  the runner, or this one call, was cancelled first
 ``approval_denied`` :class:`ApprovalDenied` a human (or the timeout) denied the call
+``approval_check_failed`` :class:`ApprovalCheckFailed` the tool's ``needs_approval`` raised
+``claim_failed``   :class:`ClaimFailed`    the outcome store could not claim the call
 ``in_doubt``       :class:`OutcomeInDoubt` a resume claimed it before and its outcome is
                                            unknown (it may have run; never run again)
 =================  ======================  ================================================
@@ -32,9 +34,11 @@ from pydantic import BaseModel, ConfigDict
 from .errors import CallFailure
 
 __all__ = [
+    "ApprovalCheckFailed",
     "ApprovalDenied",
     "CallCancelled",
     "CallTimedOut",
+    "ClaimFailed",
     "FieldError",
     "NotExecuted",
     "OutcomeInDoubt",
@@ -148,3 +152,23 @@ class OutcomeInDoubt(CallFailure):
 
     kind: Literal["in_doubt"] = "in_doubt"
     tool: str
+
+
+class ApprovalCheckFailed(CallFailure):
+    """The tool's ``needs_approval`` predicate raised while deciding whether the call needs
+    a human's approval; the tool never ran. ``exception`` is the class name (the traceback
+    is logged at WARNING on ``toolcall_tracker.runner``)."""
+
+    kind: Literal["approval_check_failed"] = "approval_check_failed"
+    tool: str
+    exception: str
+
+
+class ClaimFailed(CallFailure):
+    """The outcome store raised while claiming the call right before its tool would start;
+    the tool never ran, so a later attempt may still decide and run it. ``exception`` is the
+    class name."""
+
+    kind: Literal["claim_failed"] = "claim_failed"
+    tool: str
+    exception: str

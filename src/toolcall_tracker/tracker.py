@@ -356,6 +356,14 @@ class ToolCallTracker:
         """Whether :meth:`aclose` was called."""
         return self._waiting.closed
 
+    async def wait_closed(self) -> None:
+        """Wait until the tracker is closed (:meth:`aclose`); return at once if it is.
+
+        The tool runner watches this, so that closing the tracker reaches the calls that
+        wait for an approval or a slot.
+        """
+        await self._waiting.wait_closed()
+
     # -- closing ----------------------------------------------------------------------
 
     async def aclose(self) -> None:

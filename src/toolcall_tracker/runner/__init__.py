@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any
 from ..calls import ToolCall
 from ..tools import Tool, ToolsInput, tools_by_name
 from ..tracker import ToolCallTracker
-from ._control import RunControl
+from ._control import RunControl, link_of
 from ._guard import GuardOutcome, StartGuard
 from ._pending import (
     DEFAULT_APPROVAL_TTL,
@@ -74,6 +74,7 @@ from ._pending import (
     _Signer,
     merge_calls,
 )
+from ._policy import DEFAULT_MAX_THREADS, RunPolicy, ToolOptions
 from ._progress import ProgressUpdate
 from ._resume import StoreGuard
 from ._resume import resume as _resume
@@ -87,6 +88,7 @@ from ._store import (
     _as_store,
     _deprecated,
 )
+from ._table import RunnerEvent, RunnerListener, RunnerState
 from ._turn import Turn
 
 if TYPE_CHECKING:
@@ -106,8 +108,12 @@ __all__ = [
     "PendingApprovals",
     "ProgressUpdate",
     "RunControl",
+    "RunnerEvent",
+    "RunnerListener",
+    "RunnerState",
     "StartGuard",
     "StoreGuard",
+    "ToolOptions",
     "ToolRunner",
     "merge_calls",
     "run_tools",
@@ -130,7 +136,8 @@ class ToolRunner:
             the safe choice for tools with side effects. ``True``: every tool starts the
             moment its call is ready.
         max_concurrency: at most this many tools run at once per turn (``None``: no limit).
-            Calls over the limit wait for a slot, in the order they became ready.
+            Calls over the limit wait for a slot, in the order they became ready. A tool
+            abandoned on a timeout or cancellation keeps its slot until it really stops.
         call_timeout: seconds each tool may run (``None``: no limit). Does not count the
             wait for the turn's end or for a slot. A tool's own ``timeout`` overrides it.
         timeout: seconds the whole :meth:`run` may spend on tools (``None``: no limit).
@@ -146,6 +153,10 @@ class ToolRunner:
             an :class:`InMemoryOutcomeStore` of this runner's).
         finished_calls: deprecated name of ``outcome_store`` (an old ``FinishedCalls``
             store still works, wrapped).
+        max_threads: at most this many sync tools run at once in this runner's threads,
+            abandoned ones included (default 40 on every backend); sync tools over it wait
+            for a slot. anyio's process-wide thread limiter is never used, so the
+            application's own ``to_thread`` calls do not compete with the tools.
         tracer_provider: the OpenTelemetry ``TracerProvider`` for the ``execute_tool``
             spans (one per call whose tool ran). Default: the globally configured one,
             when the ``opentelemetry-api`` package is installed (without it, nothing is
@@ -173,28 +184,22 @@ class ToolRunner:
         finished_calls: Any = None,
         tracer_provider: TracerProvider | None = None,
         record_content: bool = False,
+        max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
-        if max_concurrency is not None and (
-            isinstance(max_concurrency, bool)
-            or not isinstance(max_concurrency, int)
-            or max_concurrency < 1
-        ):
-            raise ValueError(f"max_concurrency must be a positive int, not {max_concurrency!r}")
-        for label, value in (("call_timeout", call_timeout), ("timeout", timeout)):
-            if value is not None and not value > 0:
-                raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
-        self._tools = tools_by_name(tools)
-        self._eager = eager
-        self._max_concurrency = max_concurrency
-        self._call_timeout = call_timeout
-        self._timeout = timeout
-        self._secret = _secret_key(approval_secret)
+        options = ToolOptions(
+            eager=eager,
+            max_concurrency=max_concurrency,
+            call_timeout=call_timeout,
+            timeout=timeout,
+            max_threads=max_threads,
+        )
+        secret = _secret_key(approval_secret)
         ttl = (
             approval_ttl if isinstance(approval_ttl, timedelta) else timedelta(seconds=approval_ttl)
         )
         if not ttl.total_seconds() > 0:
             raise ValueError(f"approval_ttl must be positive, not {approval_ttl!r}")
-        self._signer = _Signer(self._secret, ttl)
+        signer = _Signer(secret, ttl)
         if isinstance(finished_calls, OutcomeStore):  # (an old store warns in _as_store)
             warnings.warn(
                 "ToolRunner(finished_calls=...) is deprecated: pass outcome_store=...",
@@ -203,19 +208,29 @@ class ToolRunner:
             )
         store = outcome_store if outcome_store is not None else finished_calls
         self._store = _as_store(store) if store is not None else InMemoryOutcomeStore()
-        self._tracing = _tracing(tracer_provider, record_content)
+        self._policy = RunPolicy(
+            tools_by_name(tools), options, signer, _tracing(tracer_provider, record_content)
+        )
+
+    @property
+    def options(self) -> ToolOptions:
+        """The runner's settings (a frozen value)."""
+        return self._policy.options
 
     @property
     def tools(self) -> dict[str, Tool[..., Any]]:
         """The tools by name (a copy). Pass it to the provider definition helpers."""
-        return dict(self._tools)
+        return dict(self._policy.tools)
 
     async def run(
         self,
         tracker: ToolCallTracker,
         *,
         control: RunControl | None = None,
+        deadline: float | None = None,
+        listener: RunnerListener | None = None,
         start_guard: StartGuard | None = None,
+        _guard: StartGuard | None = None,
     ) -> list[ToolCall]:
         """Run every call of ``tracker``'s turn; return when all finished and the turn ended.
 
@@ -229,10 +244,18 @@ class ToolRunner:
             control: the handle through which the application decides approvals, cancels
                 calls and watches progress (one per run). Without one, a call that needs
                 approval is denied (reason ``"no_approver"``).
+            deadline: seconds the whole run may take, the model's stream included
+                (``None``: no limit). When it passes, every call not finished ends
+                ``error`` (``timeout``, scope ``run``; calls still streaming too) and
+                ``run`` returns without waiting for the stream to end. ``timeout``, by
+                contrast, bounds the tools only.
+            listener: told every transition of every call in the runner's table (see
+                :class:`RunnerListener`).
             start_guard: asked right before each tool starts, and told its outcome after
                 it really finished (a :class:`StartGuard`; a durable turn claims the call
                 in its store and journal here). A guard that raises keeps the tool from
-                starting: the call ends ``not_executed`` (``claim_failed``).
+                starting: the call ends ``error`` with ``ClaimFailed``.
+            _guard: the old private name of ``start_guard`` (kept for existing callers).
 
         Returns:
             ``tracker.list()``: the snapshots of the calls the tracker retains, in start
@@ -242,7 +265,14 @@ class ToolRunner:
         Raises:
             Whatever cancelled it (after moving the unfinished calls to ``error``).
         """
-        await Turn(self, tracker, control, guard=start_guard).go()
+        if deadline is not None and not deadline > 0:
+            raise ValueError(f"deadline must be a positive number of seconds, not {deadline!r}")
+        if start_guard is not None and _guard is not None:
+            raise TypeError("pass start_guard only (_guard is its old private name)")
+        guard = start_guard if start_guard is not None else _guard
+        link = link_of(control) if control is not None else None
+        turn = Turn(self._policy, tracker, link, deadline=deadline, listener=listener, guard=guard)
+        await turn.go()
         return tracker.list()
 
     async def resume(
@@ -283,11 +313,12 @@ class ToolRunner:
             ApprovalRefused: ``pending`` or a decision does not verify, it expired, or it
                 is unsigned (without ``allow_unsigned``); nothing ran.
         """
+        link = link_of(control) if control is not None else None
         calls, left = await _resume(
-            self, self._signer, self._store, pending, decisions, control, allow_unsigned
+            self._policy, self._store, pending, decisions, link, allow_unsigned
         )
-        if control is not None and left is not None:
-            control._pending = left
+        if link is not None and left is not None:
+            link.pending = left
         return calls
 
     @property
@@ -316,11 +347,18 @@ async def run_tools(
     timeout: float | None = None,
     tracer_provider: TracerProvider | None = None,
     record_content: bool = False,
+    control: RunControl | None = None,
+    approval_secret: bytes | str | None = None,
+    outcome_store: OutcomeStore | None = None,
+    finished_calls: Any = None,
+    max_threads: int = DEFAULT_MAX_THREADS,
+    deadline: float | None = None,
 ) -> list[ToolCall]:
-    """``await ToolRunner(tools, ...).run(tracker)``: run one turn's calls.
+    """``await ToolRunner(tools, ...).run(tracker, control=..., deadline=...)``: run one
+    turn's calls.
 
-    The arguments are :class:`ToolRunner`'s. Building a runner once and reusing it saves
-    re-building the tools' argument models each turn.
+    The arguments are :class:`ToolRunner`'s and :meth:`ToolRunner.run`'s. Building a
+    runner once and reusing it saves re-building the tools' argument models each turn.
     """
     runner = ToolRunner(
         tools,
@@ -328,10 +366,14 @@ async def run_tools(
         max_concurrency=max_concurrency,
         call_timeout=call_timeout,
         timeout=timeout,
+        approval_secret=approval_secret,
+        outcome_store=outcome_store,
+        finished_calls=finished_calls,
         tracer_provider=tracer_provider,
         record_content=record_content,
+        max_threads=max_threads,
     )
-    return await runner.run(tracker)
+    return await runner.run(tracker, control=control, deadline=deadline)
 
 
 def __getattr__(name: str) -> Any:

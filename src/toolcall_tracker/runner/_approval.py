@@ -1,75 +1,19 @@
-"""Approval inside a turn (private): what the runner keeps per call, and the steps between
-admission and the run queue for calls that need a human's decision.
+"""The approval desk of a turn (private): the requests of the calls awaiting a decision.
 
-:class:`Approvals` is a mixin of :class:`~toolcall_tracker.runner._turn.Turn`: it asks (or
-denies when nobody can be asked), takes decisions (in process through the
-:class:`RunControl`, or brought by a resumed turn), evaluates per-call predicates (an async
-one in its own task, counted so that an in-process run waits for it), and tells the turn
-when nothing awaits a decision any more. Approved calls go on through ``Turn._proceed``.
+The turn calls the desk through a small port: :meth:`ApprovalDesk.ask` publishes a call's
+request (to the run's :class:`RunControl`, if there is one), :meth:`ApprovalDesk.withdraw`
+takes it back the moment the call stops awaiting a decision (decided, cancelled, timed
+out, ended), so the desk, and every unread request of the control's iterators, hold only
+the calls awaiting a decision. Whether a call awaits one, and what a decision does, is the
+turn's table; the desk only keeps and publishes requests.
 """
 
 from __future__ import annotations
 
-import inspect
-import logging
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Final
-
-import anyio
-import anyio.abc
-from pydantic import ValidationError
-
-from ..calls import Status, ToolCall
-from ..errors import CallFailure
-from ..failures import ToolRaised
-from ..tools import Tool
+from ..calls import ToolCall
 from ..tracker import ToolCallTracker
-from . import _outcomes as outcomes
-from ._invoke import describe
-from ._pending import ApprovalDecision, PendingApproval, PendingApprovals
-
-if TYPE_CHECKING:
-    from . import ToolRunner
-    from ._control import RunControl
-    from ._otel import TurnSpans
-
-logger: Final = logging.getLogger("toolcall_tracker.runner")
-
-_RUNNING: Final = Status.RUNNING
-
-
-class _Call:
-    """What the runner keeps of one admitted call, until it finishes."""
-
-    __slots__ = (
-        "args",
-        "call",
-        "edited",
-        "gated",
-        "kwargs",
-        "request",
-        "scope",
-        "spec",
-        "tool_started",
-    )
-
-    def __init__(
-        self,
-        call: ToolCall,
-        spec: Tool[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        gated: bool,
-    ) -> None:
-        self.call = call
-        self.spec = spec
-        self.args = args
-        self.kwargs = kwargs
-        self.gated = gated
-        self.request: PendingApproval | None = None  # set while it awaits a decision
-        self.scope: anyio.CancelScope | None = None  # set while its task runs
-        self.tool_started = False
-        self.edited: Any = None  # arguments a human approved in place of the model's
+from ._pending import ApprovalDecision, PendingApproval, PendingApprovals, _Signer
+from ._ports import Link
 
 
 class Resumed:
@@ -85,54 +29,41 @@ class Resumed:
         self.already = already
 
 
-class Approvals:
-    """The approval steps of a turn (a mixin: the turn holds the state named here)."""
+class ApprovalDesk:
+    """The requests of one turn's calls awaiting a decision, in asking order."""
 
-    _runner: ToolRunner
-    _tracker: ToolCallTracker
-    _control: RunControl | None
-    _nonce: str
-    _calls: dict[str, _Call]
-    _awaiting: dict[str, _Call]
-    _deciding: int
-    _idle: anyio.Event | None
-    _tg: anyio.abc.TaskGroup | None
-    _otel: TurnSpans | None
+    __slots__ = ("_link", "_nonce", "_requests", "_signer", "_tracker")
 
-    def _fail(self, call: ToolCall, failure: CallFailure) -> None:
-        raise NotImplementedError
+    def __init__(
+        self, signer: _Signer, nonce: str, link: Link | None, tracker: ToolCallTracker
+    ) -> None:
+        self._signer = signer
+        self._tracker = tracker  # its limits and end go into the signed state
+        self._nonce = nonce
+        self._link = link
+        self._requests: dict[str, PendingApproval] = {}
 
-    def _proceed(self, item: _Call) -> None:
-        raise NotImplementedError
+    @property
+    def can_ask(self) -> bool:
+        """Whether anybody can be asked (the run has a :class:`RunControl`)."""
+        return self._link is not None
 
-    def _decide_need(self, item: _Call) -> None:
-        """Ask for approval, or go on, as the tool's ``needs_approval`` says."""
-        call, spec = item.call, item.spec
-        needs = spec.needs_approval
-        if needs is True:
-            self._ask(item)
-        elif needs is False:
-            self._proceed(item)
-        else:
-            try:
-                verdict = needs(call)
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:  # the predicate's fault: do not run the call
-                self._predicate_raised(item, exc)
-                return
-            if inspect.isawaitable(verdict):
-                assert self._tg is not None
-                self._deciding += 1
-                self._tg.start_soon(self._await_verdict, item, verdict)
-            elif verdict:
-                self._ask(item)
-            else:
-                self._proceed(item)
+    def ask(self, call: ToolCall, *, publish: bool = True) -> None:
+        """Keep ``call``'s request and publish it (``publish=False``: a resumed turn brings
+        the decision with it)."""
+        request = self._signer.call(self._nonce, call)  # its arguments: a fresh copy each
+        self._requests[call.id] = request
+        if publish and self._link is not None:
+            self._link.requests.publish(request)
+
+    def withdraw(self, call_id: str) -> None:
+        """``call_id`` no longer awaits a decision: forget its request everywhere."""
+        if self._requests.pop(call_id, None) is not None and self._link is not None:
+            self._link.requests.withdraw(call_id)
 
     def awaiting(self) -> list[PendingApproval]:
         """The requests of the calls awaiting a decision, in asking order."""
-        return [item.request for item in self._awaiting.values() if item.request is not None]
+        return list(self._requests.values())
 
     def pending(self) -> PendingApprovals | None:
         """The calls still awaiting a decision as signed :class:`PendingApprovals`."""
@@ -140,86 +71,7 @@ class Approvals:
         if not requests:
             return None
         tracker = self._tracker
-        return self._runner._signer.pending(self._nonce, requests, tracker.limits, tracker.end)
+        return self._signer.pending(self._nonce, requests, tracker.limits, tracker.end)
 
-    def decide(self, call_id: str, approved: bool, arguments: Any, reason: str | None) -> bool:
-        item = self._awaiting.get(call_id)
-        if item is None or self._tracker.status(call_id) is not _RUNNING:
-            return False
-        self._forget_request(call_id)
-        self._apply_decision(item, approved, arguments, reason)
-        return True
-
-    async def _await_verdict(self, item: _Call, verdict: Awaitable[bool]) -> None:
-        try:
-            try:
-                needed = await verdict
-            except anyio.get_cancelled_exc_class():
-                raise
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:
-                self._predicate_raised(item, exc)
-                return
-            if self._calls.get(item.call.id) is item:  # still ours, still running
-                self._ask(item) if needed else self._proceed(item)
-        finally:
-            self._deciding -= 1
-            self._wake()
-
-    def _predicate_raised(self, item: _Call, exc: BaseException) -> None:
-        call = item.call
-        text = describe(exc)
-        logger.warning("needs_approval of tool %r raised for call %r: %s", call.name, call.id, text)
-        self._fail(
-            call,
-            ToolRaised(
-                message=f"deciding whether tool {call.name!r} needs approval raised {text}",
-                tool=call.name,
-                exception=type(exc).__name__,
-            ),
-        )
-
-    def _ask(self, item: _Call) -> None:
-        call = item.call
-        control = self._control
-        if control is None:
-            self._fail(call, outcomes.denied(call, "no_approver"))
-            return
-        item.request = self._runner._signer.call(self._nonce, call)
-        self._awaiting[call.id] = item
-        if self._otel is not None:
-            self._otel.approval_requested(call.id)
-        control._requests.publish(item.request)
-
-    def _apply_decision(
-        self, item: _Call, approved: bool, arguments: Any, reason: str | None
-    ) -> None:
-        call = item.call
-        if self._otel is not None:
-            self._otel.approval_decided(call.id, approved, reason, arguments)
-        if not approved:
-            self._fail(call, outcomes.denied(call, reason or "denied"))
-            return
-        if arguments is not None:
-            try:
-                item.args, item.kwargs = item.spec.bind(arguments)
-            except ValidationError as exc:
-                self._fail(call, outcomes.validation_failure(call.name, exc, edited=True))
-                return
-            item.edited = arguments  # noted once the tool really starts with them
-        self._proceed(item)
-
-    async def _until_decided(self) -> None:
-        while self._awaiting or self._deciding:
-            self._idle = anyio.Event()
-            await self._idle.wait()
-        self._idle = None
-
-    def _wake(self) -> None:
-        if self._idle is not None and not self._awaiting and not self._deciding:
-            self._idle.set()
-
-    def _forget_request(self, call_id: str) -> None:
-        if self._awaiting.pop(call_id, None) is not None:
-            self._wake()
+    def __len__(self) -> int:
+        return len(self._requests)

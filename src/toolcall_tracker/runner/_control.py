@@ -9,88 +9,17 @@ Everything here is for the event loop's thread (from a worker thread, use
 
 from __future__ import annotations
 
-import logging
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
-
-import anyio
+import copy
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from .._jsonout import _json_text
-from ._pending import PendingApproval, PendingApprovals
+from ._pending import ApprovalDecision, PendingApproval, PendingApprovals
+from ._ports import Link
 from ._progress import ProgressUpdate
-
-if TYPE_CHECKING:
-    from ._turn import Turn
+from ._table import RunnerState
 
 __all__ = ["RunControl"]
-
-logger = logging.getLogger("toolcall_tracker.runner")
-
-_T = TypeVar("_T")
-
-_PROGRESS_UNREAD = 1024
-"""Unread progress updates kept per ``progress()`` iterator: a tool yielding faster than a
-reader reads cannot grow memory without bound."""
-
-
-class _Subscriber(Generic[_T]):
-    __slots__ = ("closed", "items", "wake")
-
-    def __init__(self, items: Iterable[_T], closed: bool, maxlen: int | None) -> None:
-        self.items: deque[_T] = deque(items, maxlen)
-        self.closed = closed
-        self.wake: anyio.Event | None = None
-
-
-class _Feed(Generic[_T]):
-    """Items published by the run, delivered to every iterator subscribed at the time.
-
-    ``maxlen`` bounds what one iterator may leave unread (the oldest items go first); ``None``
-    keeps everything (approval requests, which must never be lost, are few per call).
-    """
-
-    def __init__(self, maxlen: int | None = None) -> None:
-        self._subscribers: list[_Subscriber[_T]] = []
-        self.closed = False
-        self._maxlen = maxlen
-
-    def publish(self, item: _T) -> None:
-        for subscriber in self._subscribers:
-            items = subscriber.items
-            if items.maxlen is not None and len(items) == items.maxlen:
-                logger.debug("a slow reader missed an update: %d were unread", len(items))
-            items.append(item)
-            if subscriber.wake is not None:
-                subscriber.wake.set()
-
-    def close(self) -> None:
-        self.closed = True
-        for subscriber in self._subscribers:
-            subscriber.closed = True
-            if subscriber.wake is not None:
-                subscriber.wake.set()
-
-    async def iterate(self, initial: Callable[[], Iterable[_T]] = tuple) -> AsyncIterator[_T]:
-        """Yield what is published from the first ``__anext__`` on (after ``initial()``)."""
-        subscriber = _Subscriber(initial(), self.closed, self._maxlen)
-        self._subscribers.append(subscriber)
-        try:
-            while True:
-                if subscriber.items:
-                    yield subscriber.items.popleft()
-                    continue
-                if subscriber.closed:
-                    return
-                subscriber.wake = anyio.Event()
-                await subscriber.wake.wait()
-                subscriber.wake = None
-        finally:
-            self._subscribers.remove(subscriber)
-
-    @property
-    def listened(self) -> bool:
-        return bool(self._subscribers)
 
 
 class RunControl:
@@ -100,9 +29,12 @@ class RunControl:
     run goes on (from another task of the same task group, a websocket handler...):
 
     - ``async for request in control.approval_requests()`` receives each call that needs
-      approval (a :class:`PendingApproval`) as it arises; answer with :meth:`approve` or
-      :meth:`deny`, by call id, in any order, while the other calls go on;
-    - :meth:`cancel` cancels one call by id, with a reason, wherever it is;
+      approval (a :class:`PendingApproval`) as it arises; answer with :meth:`approve`,
+      :meth:`deny` or :meth:`decide`, by call id, in any order, while the other calls go on;
+    - :meth:`cancel` cancels one call by id, with a reason, wherever it is (its arguments
+      may still be streaming);
+    - :meth:`state` tells where a call is (a :class:`RunnerState`: awaiting approval,
+      waiting for a slot, running...);
     - ``on_progress`` and ``async for update in control.progress()`` receive the
       :class:`ProgressUpdate` of async-generator tools as they yield.
 
@@ -113,7 +45,8 @@ class RunControl:
         defer_approvals: ``False`` (default): ``run`` waits for every decision (in
             process). ``True``: ``run`` returns once everything not awaiting a decision has
             finished; the calls awaiting one stay ``running`` and :attr:`pending` holds them
-            for a later :meth:`ToolRunner.resume` (across requests).
+            for a later :meth:`ToolRunner.resume` (across requests). The run's deadline
+            never denies them: nobody was asked yet.
         on_progress: called with each :class:`ProgressUpdate`, synchronously, on the event
             loop's thread, the moment the tool yields it (keep it quick; an exception it
             raises is logged and ignored). For an encoder writing a response stream.
@@ -125,26 +58,19 @@ class RunControl:
         defer_approvals: bool = False,
         on_progress: Callable[[ProgressUpdate], None] | None = None,
     ) -> None:
-        self._defer = defer_approvals
-        self._on_progress = on_progress
-        self._progress: _Feed[ProgressUpdate] = _Feed(_PROGRESS_UNREAD)
-        self._turn: Turn | None = None
-        self._used = False
-        self._requests: _Feed[PendingApproval] = _Feed()
-        self._pending: PendingApprovals | None = None
-        self._edited: dict[str, Any] = {}
+        self._link = Link(defer_approvals, on_progress)
 
     # -- for the application ------------------------------------------------------------
 
     @property
     def defer_approvals(self) -> bool:
         """Whether ``run`` returns with calls still awaiting approval."""
-        return self._defer
+        return self._link.defer
 
     @property
     def running(self) -> bool:
         """Whether the run this control belongs to is going on."""
-        return self._turn is not None
+        return self._link.turn is not None
 
     @property
     def pending(self) -> PendingApprovals | None:
@@ -154,33 +80,43 @@ class RunControl:
         :meth:`ToolRunner.resume`. Its calls are ``running`` in the returned calls, and
         the feedback builders refuse them until they are decided.
         """
-        return self._pending
+        return self._link.pending
 
     @property
     def edited(self) -> dict[str, Any]:
-        """The arguments a human approved in place of the model's, by call id (a copy):
-        only for calls whose tool then really started with them."""
-        return dict(self._edited)
+        """The arguments a human approved in place of the model's, by call id (copies)."""
+        return {call_id: copy.deepcopy(value) for call_id, value in self._link.edited.items()}
 
     def notes(self) -> dict[str, str]:
         """Notes for the feedback builders (``notes=control.notes()``): for each call whose
-        arguments a human edited, a sentence saying so, with the arguments it ran with."""
+        arguments a human edited and whose tool then really started, a sentence saying so,
+        with the arguments it ran with (a call that never ran gets no note)."""
+        link = self._link
         return {
             call_id: "a human edited the arguments before the tool ran; it ran with "
             + _json_text(arguments)
-            for call_id, arguments in self._edited.items()
+            for call_id, arguments in link.edited.items()
+            if call_id in link.ran
         }
+
+    def state(self, call_id: str) -> RunnerState | None:
+        """Where call ``call_id`` is in the run (``None``: no call of this run, or the run
+        has not started). After the run, a finished call reads ``finished`` (its tool ran)
+        or ``not_executed``."""
+        turn = self._link.last
+        return None if turn is None else turn.state(call_id)
 
     def approval_requests(self) -> AsyncIterator[PendingApproval]:
         """Iterate over the calls awaiting approval, as they arise.
 
         Starts with the calls awaiting a decision when the iteration begins, then each new
-        one; ends when the run has finished. A request may be stale when you act on it
-        (the call was cancelled, or timed out): :meth:`approve` then returns ``False``.
+        one; ends when the run has finished. A request whose call stops awaiting a
+        decision before you read it (decided, cancelled, timed out) is dropped unread, so
+        unread requests never outnumber the calls awaiting a decision. A request may still
+        be stale when you act on it: :meth:`approve` then returns ``False``.
         """
-        return self._requests.iterate(
-            lambda: self._turn.awaiting() if self._turn is not None else ()
-        )
+        link = self._link
+        return link.requests.iterate(lambda: link.turn.awaiting() if link.turn else ())
 
     def progress(self, call_id: str | None = None) -> AsyncIterator[ProgressUpdate]:
         """Iterate over progress updates (of one call, or of all), as tools yield them.
@@ -188,14 +124,12 @@ class RunControl:
         Sees the updates published from its first step on (start iterating before the
         tools you care about run), buffered until you read them; ends when the run has
         finished. Nothing is buffered for nobody: without an iterator (or
-        ``on_progress``) updates cost nothing. An iterator that falls behind keeps the
-        latest 1,024 unread updates (progress is superseded by the next update; the
-        result is never lost: it is the call's own result).
+        ``on_progress``) updates cost nothing. An iterator buffers only its own call's
+        updates (another call's chatter never evicts them) and keeps the latest 1,024
+        unread ones (progress is superseded by the next update; the result is never
+        lost: it is the call's own result).
         """
-        updates = self._progress.iterate()
-        if call_id is None:
-            return updates
-        return _only(updates, call_id)
+        return self._link.progress.iterate(call_id)
 
     def approve(self, call_id: str, arguments: Any = None) -> bool:
         """Approve a call awaiting approval; its tool runs when its turn allows.
@@ -204,66 +138,60 @@ class RunControl:
             call_id: the call.
             arguments: edited arguments to run the tool with instead of the model's
                 (validated again: invalid ones fail the call with ``validation``). The
-                call's ``args`` stay what the model sent; see :attr:`edited`.
+                call's ``args`` stay what the model sent; see :attr:`edited`. The tool
+                gets its own copy.
 
         Returns:
-            ``True`` if the call was awaiting approval in this run, else ``False``.
+            ``True`` if the call was awaiting approval in this run, ``False`` if it no
+            longer was (decided, cancelled, timed out: a lost race).
+
+        Raises:
+            KeyError: ``call_id`` is no call of this (running) run.
         """
-        return self._turn is not None and self._turn.decide(call_id, True, arguments, None)
+        turn = self._link.turn
+        return turn is not None and turn.decide(call_id, True, arguments, None)
 
     def deny(self, call_id: str, reason: str = "denied") -> bool:
         """Deny a call awaiting approval: it ends ``error`` with ``ApprovalDenied(reason)``.
 
         Returns:
             ``True`` if the call was awaiting approval in this run, else ``False``.
+
+        Raises:
+            KeyError: ``call_id`` is no call of this (running) run.
         """
-        return self._turn is not None and self._turn.decide(call_id, False, None, reason)
+        turn = self._link.turn
+        return turn is not None and turn.decide(call_id, False, None, reason)
+
+    def decide(self, decision: ApprovalDecision) -> bool:
+        """Apply a decision built with :meth:`PendingApproval.approve` / ``deny`` in
+        process (the one way to decide with a request in hand): :meth:`approve` or
+        :meth:`deny` by its call id.
+
+        Returns / raises as :meth:`approve`.
+        """
+        if decision.approved:
+            return self.approve(decision.call_id, decision.arguments)
+        return self.deny(decision.call_id, decision.reason or "denied")
 
     def cancel(self, call_id: str, reason: str = "cancelled") -> bool:
         """Cancel one call of the run, wherever it is, with a reason.
 
         A call that is running has its tool cancelled (a sync tool's thread is abandoned,
-        its result discarded); one waiting (for its approval, at the gate for the end of
-        the turn, or for a slot) never starts. Either way it ends ``error`` with
-        ``CallCancelled`` (``reason``, and ``tool_started`` saying whether the tool had
-        begun). Every other call is untouched. To cancel the whole run, cancel the scope
-        around ``run`` (a client disconnect does).
+        its result discarded; it keeps its slot until it really stops); one waiting (its
+        arguments still streaming, just ready, awaiting approval, at the gate for the end
+        of the turn, or waiting for a slot) never starts. Either way it ends ``error``
+        with ``CallCancelled`` (``reason``, and ``tool_started`` saying whether the tool
+        had begun). Every other call is untouched. To cancel the whole run, cancel the
+        scope around ``run`` (a client disconnect does).
 
         Returns:
             ``True`` if the call was one of this run's and not finished, else ``False``.
         """
-        return self._turn is not None and self._turn.cancel(call_id, reason)
-
-    # -- for the runner -----------------------------------------------------------------
-
-    def _attach(self, turn: Turn) -> None:
-        if self._used:
-            raise RuntimeError("a RunControl serves one run: make a new one for each run")
-        self._used = True
-        self._turn = turn
-
-    def _detach(self, pending: PendingApprovals | None) -> None:
-        self._turn = None
-        self._pending = pending
-        self._requests.close()
-        self._progress.close()
-
-    @property
-    def _wants_progress(self) -> bool:
-        return self._on_progress is not None or self._progress.listened
-
-    def _publish_progress(self, update: ProgressUpdate) -> None:
-        self._progress.publish(update)
-        if self._on_progress is not None:
-            try:
-                self._on_progress(update)
-            except Exception:
-                logger.warning("on_progress raised for call %r", update.call_id, exc_info=True)
+        turn = self._link.turn
+        return turn is not None and turn.cancel(call_id, reason)
 
 
-async def _only(
-    updates: AsyncIterator[ProgressUpdate], call_id: str
-) -> AsyncIterator[ProgressUpdate]:
-    async for update in updates:
-        if update.call_id == call_id:
-            yield update
+def link_of(control: RunControl) -> Link:
+    """What ``control`` shares with the run it serves (for the runner's turn)."""
+    return control._link

@@ -1,7 +1,7 @@
 """Calling one tool and containing whatever it does (private).
 
 :func:`invoke` runs a tool's function: async tools on the event loop, sync tools in a daemon
-thread of their own (:mod:`._threads`: they may call back with ``anyio.from_thread``, and
+thread the runner counts (:mod:`._threads`: they may call back with ``anyio.from_thread``, and
 an abandoned one never blocks interpreter exit). Every
 fault of the tool comes back as a :class:`Raised` value instead of an exception, except the
 two that must propagate: a real cancellation of the caller's scope, and
@@ -19,7 +19,7 @@ import anyio
 
 from ..tools import Tool
 from ._progress import drive
-from ._threads import run_sync
+from ._threads import ThreadJob, run_sync
 
 
 class Raised:
@@ -48,6 +48,7 @@ async def invoke(
     kwargs: dict[str, Any],
     scopes: tuple[Any, ...],
     progress: Callable[[Any], None] | None = None,
+    job: ThreadJob | None = None,
 ) -> Any:
     """Run the tool; return its value or a :class:`Raised`.
 
@@ -58,6 +59,8 @@ async def invoke(
     per-call timeout, the call's own scope, the run's scope): a cancellation exception
     raised while none of them (nor the task itself) was cancelled was raised by the tool,
     and is its fault like any other exception.
+
+    A sync tool runs in a thread whose life ``job`` follows (see :mod:`._threads`).
     """
     try:
         if spec.is_generator:
@@ -65,7 +68,8 @@ async def invoke(
         if spec.is_async:
             return await spec.function(*args, **kwargs)
         result = await run_sync(
-            functools.partial(_contained, functools.partial(spec.function, *args, **kwargs))
+            functools.partial(_contained, functools.partial(spec.function, *args, **kwargs)),
+            ThreadJob() if job is None else job,
         )
         if inspect.isawaitable(result):  # a sync wrapper around an async function
             result = await result

@@ -1,21 +1,26 @@
-"""The failure values a turn writes, with their messages (private)."""
+"""The failure values a turn writes, with their messages, and the one way it writes an
+outcome (private)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
 from pydantic import ValidationError
 
 from ..calls import ToolCall
+from ..errors import TrackerClosed
 from ..failures import (
     ApprovalDenied,
     CallCancelled,
     CallTimedOut,
+    ClaimFailed,
     FieldError,
     NotExecuted,
     OutcomeInDoubt,
     ValidationFailed,
 )
+from ..tracker import ToolCallTracker
 
 
 def timed_out(call: ToolCall, scope: str, started: bool, seconds: float | None) -> CallTimedOut:
@@ -43,6 +48,10 @@ def cancelled(
         tool_started=started,
         reason=given,
     )
+
+
+def closed(call: ToolCall, started: bool) -> CallCancelled:
+    return cancelled(call, started, "the tracker was closed", "tracker_closed")
 
 
 def denied(call: ToolCall, reason: str, seconds: float | None = None) -> ApprovalDenied:
@@ -93,12 +102,11 @@ def validation_failure(name: str, exc: ValidationError, edited: bool = False) ->
     )
 
 
-def claim_failed(call: ToolCall, text: str) -> NotExecuted:
-    return NotExecuted(
-        message=f"tool {call.name!r} was not run: claiming the call in the outcome store "
-        f"failed ({text}); nothing ran, and a later resume may run it",
+def claim_failed(call: ToolCall, exc: BaseException, text: str) -> ClaimFailed:
+    return ClaimFailed(
+        message=f"tool {call.name!r} was not run: claiming the call failed ({text})",
         tool=call.name,
-        reason="claim_failed",
+        exception=type(exc).__name__,
     )
 
 
@@ -115,3 +123,19 @@ def in_doubt(call: ToolCall, lease_until: datetime | None = None) -> OutcomeInDo
         f"and {why}",
         tool=call.name,
     )
+
+
+def write(tracker: ToolCallTracker, call_id: str, value: Any, *, error: bool) -> None:
+    """Write a call's outcome. A closed tracker takes no more events, but a call must not
+    stay ``running``: its outcome then goes to the tracker's own machine."""
+    try:
+        if error:
+            tracker.write_error(call_id, value)
+        else:
+            tracker.write_result(call_id, value)
+    except TrackerClosed:
+        machine = tracker.machine
+        if error:
+            machine.write_error(call_id, value)
+        else:
+            machine.write_result(call_id, value)

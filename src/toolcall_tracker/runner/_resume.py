@@ -10,7 +10,9 @@ Theory of operation. A resume gets back a signed :class:`PendingApprovals` and d
    cut off (``length``) ends ``not_executed`` here as it would have in the first run. A
    state whose turn never ended replays as ``End(ok=False, reason="no_end")``.
 3. Denied calls are settled first: each is claimed in the outcome store and its denial
-   recorded (a later resume approving the same call gets the denial back).
+   recorded (a later resume approving the same call gets the denial back). A call an
+   earlier resume claimed ends with what that one recorded; if the claim itself fails,
+   the call ends ``claim_failed`` (not "denied": only the store knows whether it ran).
 4. The approved calls run through the ordinary turn, which asks a :class:`StoreGuard`
    right before each tool starts (``claim``: run it, or finish it with the outcome an
    earlier resume recorded, or ``in_doubt`` if that one never recorded one) and tells it
@@ -27,20 +29,20 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from ..calls import Status, ToolCall
-from ..errors import ApprovalRefused, CallFailure, TrackerClosed
+from ..calls import ToolCall
+from ..errors import ApprovalRefused, CallFailure
 from ..tracker import ToolCallTracker
 from . import _outcomes as outcomes
 from ._approval import Resumed
 from ._guard import GuardOutcome
 from ._invoke import describe
-from ._pending import ApprovalDecision, PendingApprovals, _Signer, _wire
+from ._pending import ApprovalDecision, PendingApprovals, _wire
 from ._store import CallOutcome, LeasedOutcomeStore, OutcomeStore
 from ._turn import Turn
 
 if TYPE_CHECKING:
-    from . import ToolRunner
-    from ._control import RunControl
+    from ._policy import RunPolicy
+    from ._ports import Link
 
 logger: Final = logging.getLogger("toolcall_tracker.runner")
 
@@ -105,16 +107,16 @@ class StoreGuard:
 
 
 async def resume(
-    runner: ToolRunner,
-    signer: _Signer,
+    policy: RunPolicy,
     store: OutcomeStore,
     pending: PendingApprovals,
     decisions: Iterable[ApprovalDecision],
-    control: RunControl | None,
+    link: Link | None,
     allow_unsigned: bool,
 ) -> tuple[list[ToolCall], PendingApprovals | None]:
     """Resume ``pending`` with ``decisions``; the decided calls (finished) and what stays
     pending (``None`` if nothing does). See the module docstring."""
+    signer = policy.signer
     if signer.key is None and not allow_unsigned:
         raise ApprovalRefused(
             "this runner has no approval_secret, so pending approvals carry plain digests "
@@ -129,7 +131,7 @@ async def resume(
         tracker.write_start(call.call_id, call.tool)
         tracker.write_delta(call.call_id, call.args_text)
         tracker.write_ready(call.call_id)
-    idempotent = frozenset(name for name, spec in runner.tools.items() if spec.idempotent)
+    idempotent = frozenset(name for name, spec in policy.tools.items() if spec.idempotent)
     guard = StoreGuard(store, pending.nonce, pending.expires_at, idempotent)
     for call in chosen:
         decision = decided[call.call_id]
@@ -140,7 +142,8 @@ async def resume(
         tracker.write_end(False, "no_end")
     else:
         tracker.write_end(end.ok, end.reason)
-    await Turn(runner, tracker, control, Resumed(pending.nonce, decided, set()), guard).go()
+    resumed = Resumed(pending.nonce, decided, set())
+    await Turn(policy, tracker, link, resumed, guard=guard).go()
     rest = [call for call in pending.calls if call.call_id not in decided]
     left = (
         signer.pending(pending.nonce, rest, pending.limits, pending.end, pending.expires_at)
@@ -159,20 +162,18 @@ async def _settle_denial(
     assert call is not None
     try:
         earlier = await guard.claim(call)
-    except Exception as exc:  # nothing ran: deny it here, record nothing (still decidable)
-        logger.warning("claiming denied call %r failed: %s", call_id, describe(exc))
-        return
+    except Exception as exc:  # nothing ran here, nothing recorded: still decidable
+        text = describe(exc)
+        logger.warning("claiming denied call %r failed: %s", call_id, text)
+        # Not "denied": an earlier resume may have run it, which only the store knows.
+        earlier = GuardOutcome(failure=outcomes.claim_failed(call, exc, text))
     if earlier is None:
         try:
             await guard.record(call, None, outcomes.denied(call, reason))
         except Exception as exc:
             logger.warning("recording the denial of call %r failed: %s", call_id, describe(exc))
         return
-    try:
-        if earlier.failure is not None:
-            tracker.write_error(call_id, earlier.failure)
-        else:
-            tracker.write_result(call_id, earlier.result)
-    except TrackerClosed:  # pragma: no cover (the tracker is ours and open)
-        pass
-    assert tracker.status(call_id) is not Status.RUNNING
+    if earlier.failure is not None:
+        outcomes.write(tracker, call_id, earlier.failure, error=True)
+    else:
+        outcomes.write(tracker, call_id, earlier.result, error=False)

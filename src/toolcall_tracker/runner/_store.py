@@ -22,7 +22,7 @@ claim won                                   runs; its outcome is recorded afterw
 claim lost, outcome recorded                ends with the recorded outcome (not run again)
 claim lost, no outcome                      ends ``in_doubt`` (not run: it may be running,
                                             or have run, elsewhere)
-``claim`` raised                            ends ``not_executed`` (``claim_failed``):
+``claim`` raised                            ends ``claim_failed`` (``ClaimFailed``):
                                             nothing ran, a later resume may run it
 ``record`` raised after the tool ran        keeps its real outcome here; later claims find
                                             no outcome, so it is ``in_doubt``, never re-run

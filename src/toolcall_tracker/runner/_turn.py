@@ -1,137 +1,133 @@
-"""One :meth:`ToolRunner.run`: the calls of one turn, dispatched from the tracker's live state.
+"""One :meth:`ToolRunner.run`: the calls of one turn, driven through the runner's table.
 
-Theory of operation. The runner discovers calls in ready order (``ready_calls()``) and
-listens to the machine's change feed. Each call goes through:
-
-1. admission, at once: the tool is looked up and the arguments validated (on a fresh copy
-   parsed from the call's text, so a tool that mutates its arguments changes nobody
-   else's); a failure ends the call here;
-2. approval, if its tool needs it (``needs_approval``, or its predicate says so): the call
-   is published to the run's :class:`RunControl` and waits for a decision while the others
-   go on; a denial fails it (``approval_denied``), an approval (with edited arguments,
-   validated again) lets it go on. Resumed turns (``ToolRunner.resume``) bring their
-   decisions with them. Without a control, a call that needs approval is denied;
-3. a queue, in ready order: an eager call joins the run queue at once (once approved), a
-   gated call when the turn has ended ok and it is approved, in either order (every gated
-   call fails with ``not_executed`` if the turn ended not ok, without asking anybody);
-4. a slot: whenever one of ``max_concurrency`` slots is free, the oldest call of the run
-   queue whose tool is under its own cap (``tool(fn, max_concurrency=N)`` or
-   ``sequential=True``) gets it, and only then is its task started: so tools start in
-   ready order, on every backend;
-5. the tool runs in its own cancel scope; its outcome is applied as a ``result`` or an
-   ``error`` event.
-
-Live state: before a call takes a slot, and when it is granted one, the runner reads its
-status from the tracker; a call that is no longer ``running`` (an adapter failed it, other
-code applied an ``error``, the tracker closed) is never executed, and its outcome is left
-as the tracker has it. If a call leaves ``running`` through anybody else while its tool
-runs, the feed tells the runner, which cancels that tool. Per-call state is dropped as soon
-as the call finishes, so a long run's memory stays flat.
-
-End of a run: once the turn has ended and the gate opened, an in-process run waits until no
-call awaits a decision (nor a predicate deciding whether one must); a deferred one
-(``RunControl(defer_approvals=True)``) does not, and leaves the calls awaiting approval
-``running``, handing their :class:`PendingApprovals` to the control.
+The turn holds one :class:`CallTable` and changes a call's state only in :meth:`Turn.fire`,
+which looks the event up in :data:`~toolcall_tracker.runner._table.TRANSITIONS` and takes
+the cell's step (the table module tells the whole story). Events come from the tracker
+(ready, the turn's end, closing, other code ending a call), the application (decisions and
+cancellations through the run's :class:`RunControl`), the clock, and the tools' own tasks
+and threads. A tool starts only on ``claimed``, after :meth:`Turn.may_start` read the live
+state once more. Effects happen after the state changed, so an event caused by an effect
+(the tracker reports the outcome the turn just wrote) finds the call moved on, and is
+ignored.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import secrets
-from collections import deque
-from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
-from pydantic import ValidationError
 
-from .._json import _ArgumentsError, parse_json
 from ..calls import Status, ToolCall
 from ..changes import ChangeListener
-from ..errors import CallFailure, TrackerClosed
-from ..failures import ToolRaised, UnknownTool
+from ..errors import CallFailure
+from ..events import End
 from ..tracker import ToolCallTracker
 from . import _outcomes as outcomes
-from ._approval import Approvals, Resumed, _Call
+from ._admit import admit, bind_edited, decide_need
+from ._approval import ApprovalDesk, Resumed
+from ._calls import CallTable
 from ._guard import StartGuard
-from ._invoke import Raised, describe, invoke
-from ._progress import ProgressUpdate
-from ._slots import RunQueue
+from ._invoke import describe
+from ._pending import PendingApproval, PendingApprovals
+from ._policy import RunPolicy
+from ._ports import Link
+from ._slots import TurnSlots
+from ._start import Entry, run_tool
+from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState
 
 if TYPE_CHECKING:
-    from . import ToolRunner
-    from ._control import RunControl
+    from ._otel import TurnSpans
 
 logger: Final = logging.getLogger("toolcall_tracker.runner")
 
+S: Final = RunnerState
+E: Final = RunnerEvent
 _RUNNING: Final = Status.RUNNING
 _FINISHED: Final = (Status.DONE, Status.ERROR)
 
 
-class Turn(Approvals, ChangeListener):
+class Turn(ChangeListener):
     """The state of one :meth:`ToolRunner.run` (a listener of the tracker's feed)."""
 
     def __init__(
         self,
-        runner: ToolRunner,
+        policy: RunPolicy,
         tracker: ToolCallTracker,
-        control: RunControl | None = None,
+        link: Link | None = None,
         resumed: Resumed | None = None,
+        *,
+        deadline: float | None = None,
+        listener: RunnerListener | None = None,
         guard: StartGuard | None = None,
     ) -> None:
-        self._runner = runner
-        self._tools = runner._tools
-        self._tracker = tracker
-        self._control = control
+        self.policy = policy  # read by the tool's task (``._start``) too
+        self.tracker = tracker
+        self.link = link
+        self.guard = guard
         self._resumed = resumed
-        self._guard = guard  # asked right before each tool starts (resume: the store)
-        self._nonce = resumed.nonce if resumed is not None else secrets.token_urlsafe(16)
-        self._free = runner._max_concurrency or math.inf
-        self._deadline = math.inf
-        self._calls: dict[str, _Call] = {}  # admitted and not finished
-        self._awaiting: dict[str, _Call] = {}  # waiting for a decision, in asking order
-        self._deciding = 0  # predicates still deciding whether a call needs approval
-        self._idle: anyio.Event | None = None  # set when nothing awaits a decision
-        self._gated: deque[str] = deque()  # waiting for the end of the turn
-        self._gate_opened = False
-        self._queue = RunQueue()  # waiting for a slot, in ready order, per-tool caps
+        nonce = resumed.nonce if resumed is not None else secrets.token_urlsafe(16)
+        self._desk = ApprovalDesk(policy.signer, nonce, link, tracker)
+        self._table = CallTable(listener, self._moved)
+        self._slots = TurnSlots(
+            policy.capacity,
+            policy.options.max_concurrency or math.inf,
+            policy.cap,
+            lambda tool: policy.is_sync(policy.tools[tool]),
+        )
+        self._timeout_at = math.inf  # the runner's overall timeout (bounds the tools)
+        self._deadline_at = math.inf  # run(deadline=): bounds everything, the stream too
+        self._deadline_seconds = deadline
+        self._idle: anyio.Event | None = None
+        self._gate: End | None = None  # the turn's end, once every call was told
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope: anyio.CancelScope | None = None
-        tracing = runner._tracing
-        self._otel = tracing.turn(tracker) if tracing is not None else None  # spans, if any
+        tracing = policy.tracing
+        self._otel: TurnSpans | None = tracing.turn(tracker) if tracing is not None else None
+
+    # -- the run ------------------------------------------------------------------------
 
     async def go(self) -> None:
-        tracker, control = self._tracker, self._control
+        tracker, link, capacity = self.tracker, self.link, self.policy.capacity
         calls = tracker.ready_calls()
-        timeout = self._runner._timeout
+        now = anyio.current_time()
+        timeout = self.policy.options.timeout
         if timeout is not None:
-            self._deadline = anyio.current_time() + timeout
-        if control is not None:
-            control._attach(self)
+            self._timeout_at = now + timeout
+        if self._deadline_seconds is not None:
+            self._deadline_at = now + self._deadline_seconds
+        if link is not None:
+            link.open(self)
         tracker.subscribe(self)
         if self._otel is not None:
             tracker.subscribe(self._otel)
-        pending = None
+        capacity.subscribe(self, anyio.lowlevel.current_token().native_token, self._dispatch)
         try:
-            with anyio.CancelScope(deadline=self._deadline) as scope:
+            with anyio.CancelScope(deadline=min(self._timeout_at, self._deadline_at)) as scope:
                 self._scope = scope
                 async with anyio.create_task_group() as tg:
                     self._tg = tg
+                    watcher = anyio.CancelScope()
+                    tg.start_soon(self._watch_close, watcher)
                     async for call in calls:
-                        self._admit(call)
-                    self._open_gate()
-                    if control is not None and not control.defer_approvals:
-                        await self._until_decided()
-            if scope.cancelled_caught:  # the overall timeout expired
-                for item in list(self._awaiting.values()):
-                    self._fail(item.call, outcomes.denied(item.call, "timeout", timeout))
-                self._sweep(lambda call, started: self._timed_out(call, "run", started))
-                async for call in calls:  # later calls cannot run any more; fail them
-                    self._fail_if_running(call, self._timed_out(call, "run", False))
-            pending = self.pending()
+                        self._ready(call)
+                    self._turn_ended()
+                    await self._until_settled()
+                    watcher.cancel()
+            if scope.cancelled_caught:  # the overall timeout or deadline expired
+                self._expired()
+                if anyio.current_time() < self._deadline_at:  # the timeout: tools only
+                    with anyio.CancelScope(deadline=self._deadline_at):
+                        async for call in calls:  # later calls cannot run any more
+                            if self.state(call.id) is S.VALIDATING:  # ready, not held
+                                self._write(call.id, self._timed_out(call, False), error=True)
+                self._sweep(E.DEADLINE, self._timed_out, streaming=True)
         except BaseException as exc:
             # Cancelled from outside, or something went badly wrong: nothing stays running.
             reason = (
@@ -139,302 +135,364 @@ class Turn(Approvals, ChangeListener):
                 if isinstance(exc, anyio.get_cancelled_exc_class())
                 else f"the tool runner stopped: {describe(exc)}"
             )
-            self._sweep(lambda call, started: outcomes.cancelled(call, started, reason))
+            self._sweep(E.CANCEL, lambda call, started: outcomes.cancelled(call, started, reason))
             raise
         finally:
+            self._tg = None
+            capacity.unsubscribe(self)
             tracker.unsubscribe(self)
             if self._otel is not None:
                 tracker.unsubscribe(self._otel)
                 self._otel.close()
-            if control is not None:
-                control._detach(pending)
+            if link is not None:
+                link.close(self._desk.pending())
 
-    # -- the change feed ----------------------------------------------------------------
+    async def _watch_close(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            await self.tracker.wait_closed()
+            for item in self._table.items():
+                self.fire(item, E.CLOSED, outcomes.closed(item.call, item.tool_started))
+
+    async def _until_settled(self) -> None:
+        """In process: until no call awaits a decision (nor a predicate deciding one)."""
+        while self._unsettled():
+            self._idle = anyio.Event()
+            await self._idle.wait()
+        self._idle = None
+
+    def _unsettled(self) -> bool:
+        """Whether a call still waits for something the turn must see through: a predicate,
+        a slot (held elsewhere: another turn's abandoned thread), an in-process decision."""
+        count, deferred = self._table.count, self.link is not None and self.link.defer
+        waiting = count[S.VALIDATING] + count[S.WAITING_SLOT]
+        return bool(waiting or (count[S.AWAITING_APPROVAL] and not deferred))
+
+    def _expired(self) -> None:
+        """The run's timeout or deadline passed: every waiting call ends (a deferred approval
+        stays pending: nobody was asked yet)."""
+        for item in self._table.items():
+            self.fire(item, E.DEADLINE, self._timed_out(item.call, item.tool_started))
+
+    # -- the table ----------------------------------------------------------------------
+
+    def fire(self, item: Entry, event: RunnerEvent, payload: Any = None) -> bool:
+        """Apply ``event`` to ``item`` through ``TRANSITIONS``; ``False`` if ignored."""
+        if not self._table.holds(item) and item.state is not S.STREAMING:
+            return False  # it left the table
+        cell = TRANSITIONS[item.state][event]
+        if cell is None:
+            return False
+        step, targets = cell
+        getattr(self, "_step_" + step.name.lower())(item, event, targets, payload)
+        return True
+
+    def _move(
+        self, item: Entry, after: RunnerState, event: RunnerEvent, targets: tuple[RunnerState, ...]
+    ) -> None:
+        self._table.move(item, after, event, targets)
+
+    def _moved(self, item: Entry, before: RunnerState) -> None:
+        if before is S.AWAITING_APPROVAL and item.state is not S.AWAITING_APPROVAL:
+            self._desk.withdraw(item.call.id)
+        if self._idle is not None and not self._unsettled():
+            self._idle.set()
+
+    def state(self, call_id: str) -> RunnerState | None:
+        """The call's runner state (what :meth:`RunControl.state` returns)."""
+        return self._table.state(self.tracker, call_id)
+
+    # -- the steps (one per ``Step``; each moves the call, then acts) -------------------
+
+    def _step_admit(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+        call = item.call
+        self._move(item, S.VALIDATING, event, targets)
+        if self.tracker.status(call.id) is not _RUNNING:
+            self.fire(item, E.FINISHED_ELSEWHERE)
+            return
+        if anyio.current_time() >= min(self._timeout_at, self._deadline_at):
+            self.fire(item, E.DEADLINE, self._timed_out(call, False))
+            return
+        admitted = admit(self.policy.tools, call)
+        if isinstance(admitted, CallFailure):
+            self.fire(item, E.INVALID, admitted)
+            return
+        item.spec, item.args, item.kwargs = admitted
+        item.gated = not self.policy.eager(item.spec)
+        resumed = self._resumed
+        if resumed is not None:
+            if call.id in resumed.already:
+                self.fire(item, E.INVALID, outcomes.already_finished(call))
+            else:
+                self.fire(item, E.NEEDS_APPROVAL)
+            return
+        decide_need(
+            item.spec, call, lambda event, payload: self.fire(item, event, payload), self._tg
+        )
+
+    def _step_ask(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+        call = item.call
+        resumed = self._resumed
+        if resumed is None and not self._desk.can_ask:
+            self._move(item, S.NOT_EXECUTED, event, targets)
+            self._write(call.id, outcomes.denied(call, "no_approver"), error=True)
+            return
+        self._desk.ask(call, publish=resumed is None)
+        self._move(item, S.AWAITING_APPROVAL, event, targets)
+        if self._otel is not None:
+            self._otel.approval_requested(call.id)
+        if resumed is not None:
+            decision = resumed.decisions.get(call.id)
+            if decision is not None:
+                self.decide(call.id, decision.approved, decision.arguments, decision.reason)
+
+    def decide(self, call_id: str, approved: bool, arguments: Any, reason: str | None) -> bool:
+        """A decision for a call awaiting one (``TurnPort``)."""
+        item = self._table.get(call_id)
+        if item is None or item.state is not S.AWAITING_APPROVAL:
+            if self.tracker.get(call_id) is None:
+                raise KeyError(f"{call_id!r} is no call of this run")
+            return False
+        call = item.call
+        if self._otel is not None:
+            self._otel.approval_decided(call_id, approved, reason, arguments)
+        if not approved:
+            return self.fire(item, E.DENIED, outcomes.denied(call, reason or "denied"))
+        if arguments is not None:
+            assert item.spec is not None
+            bound = bind_edited(item.spec, call, arguments)
+            if isinstance(bound, CallFailure):
+                return self.fire(item, E.INVALID, bound)
+            item.args, item.kwargs = bound
+            item.edited = copy.deepcopy(arguments)  # what the control shows: another copy
+            if self.link is not None:
+                self.link.edited[call_id] = item.edited
+        return self.fire(item, E.APPROVED)
+
+    def _step_proceed(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+        end = self._gate  # the end the turn's calls were told about (ready order holds)
+        if not item.gated or (end is not None and end.ok):
+            self._move(item, S.WAITING_SLOT, event, targets)
+            self._enqueue(item)
+        elif end is None:
+            self._move(item, S.WAITING_GATE, event, targets)
+        else:
+            self._move(item, S.NOT_EXECUTED, event, targets)
+            self._write(item.call.id, outcomes.not_executed(item.call, end.reason), error=True)
+
+    def _step_gate(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+        if item.gated:
+            end = self.tracker.end
+            failure = outcomes.not_executed(item.call, end.reason if end else None)
+            self._step_fail(item, event, targets, failure)
+
+    def _step_queue(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+        self._move(item, S.WAITING_SLOT, event, targets)
+        self._enqueue(item)
+
+    def _step_claim(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+        assert self._tg is not None
+        item.scope = anyio.CancelScope()
+        self._move(item, S.CLAIMING, event, targets)
+        self._tg.start_soon(run_tool, self, item, name=f"tool {item.call.name} ({item.call.id})")
+
+    def _step_start(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+        failure = self.may_start(item)
+        if failure is None:
+            self._move(item, S.RUNNING, event, targets)
+            item.tool_started = True
+            self.tracker.mark_tool_started(item.call.id)
+            if item.edited is not None and self.link is not None:
+                self.link.ran.add(item.call.id)
+        else:  # (a call that other code ended keeps its outcome: nothing is written)
+            self._step_fail(item, event, targets, failure)
+
+    def may_start(self, item: Entry) -> CallFailure | None:
+        """The one guard before a tool starts, on live state; ``None``: it may start."""
+        tracker, call = self.tracker, item.call
+        if tracker.closed:
+            return outcomes.closed(call, False)
+        if tracker.status(call.id) is not _RUNNING:
+            return outcomes.cancelled(call, False, "other code had ended the call")
+        end = tracker.end
+        if item.gated and (end is None or not end.ok):
+            return outcomes.not_executed(call, end.reason if end else None)
+        scope = self._scope
+        if scope is None or scope.cancel_called or not item.slot or item.spec is None:
+            return outcomes.cancelled(call, False, "the tool runner was stopping")
+        if anyio.current_time() >= min(self._timeout_at, self._deadline_at):
+            return self._timed_out(call, False)
+        return None
+
+    def _step_settle(self, item: Entry, event: RunnerEvent, targets: Any, outcome: Any) -> None:
+        self._move(item, S.NOT_EXECUTED, event, targets)
+        self._release(item)
+        failure: CallFailure | None = outcome.failure
+        if failure is not None:
+            self._write(item.call.id, failure, error=True)
+        else:
+            self._write(item.call.id, outcome.result, error=False)
+
+    def _step_record(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+        self._move(item, S.RECORDING, event, targets)
+        self._release(item)
+
+    def _step_finish(self, item: Entry, event: RunnerEvent, targets: Any, outcome: Any) -> None:
+        self._move(item, S.FINISHED if event is E.RECORDED else S.IN_DOUBT, event, targets)
+        result, failure = outcome
+        self._write(
+            item.call.id, failure if failure is not None else result, error=failure is not None
+        )
+
+    def _step_doubt(self, item: Entry, event: RunnerEvent, targets: Any, outcome: Any) -> None:
+        logger.warning(
+            "call %r: its tool ran, but the store could not record the outcome: "
+            "in doubt (never run it again)",
+            item.call.id,
+        )
+        self._step_finish(item, event, targets, outcome)
+
+    def _step_fail(self, item: Entry, event: RunnerEvent, targets: Any, failure: Any) -> None:
+        assert isinstance(failure, CallFailure), (event, failure)
+        self._move(item, S.NOT_EXECUTED, event, targets)
+        self._release(item)
+        if self.tracker.status(item.call.id) in (Status.PENDING, _RUNNING):
+            self._write(item.call.id, failure, error=True)
+
+    def _step_hold(self, item: Entry, event: RunnerEvent, targets: Any, failure: Any) -> None:
+        if self.link is not None and self.link.defer:
+            return  # stays awaiting approval: ``control.pending`` will hold it
+        call = item.call
+        self._step_fail(
+            item, event, targets, outcomes.denied(call, "timeout", self.policy.options.timeout)
+        )
+
+    def _step_leave(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+        self._move(item, S.NOT_EXECUTED, event, targets)
+        self._release(item)
+
+    def _step_stop(self, item: Entry, event: RunnerEvent, targets: Any, failure: Any) -> None:
+        self._move(item, S.ABANDONED, event, targets)
+        if failure is not None and self.tracker.status(item.call.id) is _RUNNING:
+            self._write(item.call.id, failure, error=True)
+        if item.scope is not None:
+            item.scope.cancel()  # its task sees the call ended and stops the tool
+
+    def _step_release(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+        self._move(item, S.FINISHED, event, targets)
+        self._release(item)
+
+    # -- slots --------------------------------------------------------------------------
+
+    def _enqueue(self, item: Entry) -> None:
+        assert item.spec is not None
+        self._slots.queue.push(item.spec.name, item.call.id)
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Give free slots to the oldest queued calls whose tool may start (ready order
+        among the calls of one tool, always)."""
+        scope = self._scope
+        while self._tg is not None and scope is not None and not scope.cancel_called:
+            granted = self._slots.grant()
+            if granted is None:
+                return  # no slot, or every queued call's tool is at its cap
+            tool, call_id = granted
+            item = self._table.get(call_id)
+            if item is None or item.state is not S.WAITING_SLOT:
+                self._slots.give_back(tool)  # it left the queue meanwhile (cancelled...)
+                continue
+            item.slot = True
+            self.fire(item, E.SLOT_GRANTED)
+
+    def _release(self, item: Entry) -> None:
+        """Give back a call's slot (its tool has really stopped)."""
+        if item.slot:
+            item.slot = False
+            assert item.spec is not None
+            self._slots.give_back(item.spec.name, runner_wide=not item.released_by_thread)
+            self._dispatch()
+
+    # -- the tracker's feed and the control ---------------------------------------------
 
     def call_changed(self, call_id: str, before: Status | None, after: Status) -> None:
         if after in _FINISHED:
-            item = self._drop(call_id)
-            if item is not None and item.scope is not None:
-                item.scope.cancel()  # finished by somebody else while its tool ran
-
-    # -- what the control reaches -------------------------------------------------------
+            item = self._table.get(call_id)
+            if item is not None:
+                self.fire(item, E.FINISHED_ELSEWHERE)
 
     def cancel(self, call_id: str, reason: str) -> bool:
-        """Cancel one call wherever it is (deciding, awaiting approval, at the gate, queued,
-        running): it ends ``error`` with ``cancelled``; nothing else is touched."""
-        item = self._calls.get(call_id)
-        if item is None or self._tracker.status(call_id) is not _RUNNING:
-            return False
-        scope = item.scope
+        """Cancel one call wherever it is, streaming included (``TurnPort``)."""
         why = f"the call was cancelled ({reason})"
-        self._fail(item.call, outcomes.cancelled(item.call, item.tool_started, why, reason))
-        if scope is not None:
-            scope.cancel()  # its task sees the call finished and leaves it as it is
-        return True
+        item = self._table.get(call_id)
+        if item is not None:
+            failure = outcomes.cancelled(item.call, item.tool_started, why, reason)
+            return self.fire(item, E.CANCEL, failure)
+        call = self.tracker.get(call_id)
+        if call is None or call.status in _FINISHED:
+            return False
+        # streaming, or ready and not yet taken up: it ends here and never runs
+        return self.fire(Entry(call), E.CANCEL, outcomes.cancelled(call, False, why, reason))
 
-    # -- admission, approval, gate, slots -----------------------------------------------
+    def awaiting(self) -> list[PendingApproval]:
+        return self._desk.awaiting()
 
-    def _admit(self, call: ToolCall) -> None:
-        if self._tracker.status(call.id) is not _RUNNING:
-            return  # failed (or finished) already: nothing to run
-        spec = self._tools.get(call.name)
-        if spec is None:
-            available = tuple(sorted(self._tools))
-            self._fail(
-                call,
-                UnknownTool(
-                    message=f"there is no tool named {call.name!r}; available tools: "
-                    f"{', '.join(available) or '(none)'}",
-                    tool=call.name,
-                    available=available,
-                ),
-            )
-            return
-        try:
-            arguments = parse_json(call.args_text)  # the tool's own copy
-        except _ArgumentsError:  # pragma: no cover (the text parsed once already)
-            arguments = call.args
-        try:
-            args, kwargs = spec.bind(arguments)
-        except ValidationError as exc:
-            failure = outcomes.validation_failure(call.name, exc)
-            logger.info("call %r: %s", call.id, failure.message)
-            self._fail(call, failure)
-            return
-        eager = self._runner._eager if spec.eager is None else spec.eager
-        item = _Call(call, spec, args, kwargs, gated=not eager)
-        self._calls[call.id] = item
-        resumed = self._resumed
-        if resumed is not None:
-            decision = resumed.decisions.get(call.id)
-            if call.id in resumed.already:
-                self._fail(call, outcomes.already_finished(call))
-            elif decision is None:  # pragma: no cover (resume replays decided calls only)
-                self._ask(item)
-            else:
-                self._apply_decision(
-                    item, decision.approved, decision.arguments, decision.reason or "denied"
-                )
-            return
-        self._decide_need(item)
+    def pending(self) -> PendingApprovals | None:
+        return self._desk.pending()
 
-    def _proceed(self, item: _Call) -> None:
-        """Approved (or no approval needed): queue it, or hold it at the gate."""
-        call_id = item.call.id
-        if not item.gated:
-            self._queue.push(item.spec.name, call_id)
-            self._dispatch()
-        elif not self._gate_opened:
-            self._gated.append(call_id)
-        else:
-            end = self._tracker.end
-            if end is not None and end.ok:
-                self._queue.push(item.spec.name, call_id)
-                self._dispatch()
-            else:
-                self._fail(item.call, outcomes.not_executed(item.call, end.reason if end else None))
+    def sizes(self) -> dict[str, int]:
+        """The sizes of the turn's own tables (for tests of the memory bound)."""
+        sizes = (len(self._table), len(self._slots.queue), len(self._desk))
+        return dict(zip(("calls", "queue", "requests"), sizes, strict=True))
 
-    def _open_gate(self) -> None:
-        """The turn has ended: gated calls join the run queue, or fail if it was not ok."""
-        end = self._tracker.end
+    # -- arrivals -----------------------------------------------------------------------
+
+    def _ready(self, call: ToolCall) -> None:
+        if self.tracker.status(call.id) is not _RUNNING or self._table.get(call.id) is not None:
+            return  # failed (or cancelled) already: nothing to run
+        self.fire(Entry(call), E.READY)
+
+    def _turn_ended(self) -> None:
+        end = self._gate = self.tracker.end
         if end is None:
             return
-        self._gate_opened = True
-        gated, self._gated = self._gated, deque()
-        if end.ok:
-            for call_id in gated:
-                item = self._calls.get(call_id)
-                if item is not None:
-                    self._queue.push(item.spec.name, call_id)
-            self._dispatch()
-            return
-        undecided = [item.call.id for item in self._awaiting.values() if item.gated]
-        for call_id in [*gated, *undecided]:
-            item = self._calls.get(call_id)
-            if item is not None and self._tracker.status(call_id) is _RUNNING:
-                self._fail(item.call, outcomes.not_executed(item.call, end.reason))
-
-    def _dispatch(self) -> None:
-        """Give free slots to the oldest queued calls that are still running and whose tool
-        is under its own cap (ready order among the calls of one tool, always)."""
-        queue, tg, scope = self._queue, self._tg, self._scope
-        if tg is None or scope is None or scope.cancel_called:
-            return  # the run is over (or stopping): nothing more starts
-        while queue and self._free > 0:
-            taken = queue.pop(self._cap)
-            if taken is None:
-                return  # every queued call's tool is at its cap
-            name, call_id = taken
-            item = self._calls.get(call_id)
-            if item is None or self._tracker.status(call_id) is not _RUNNING:
-                queue.release(name)
-                self._calls.pop(call_id, None)
-                continue  # no longer running: never executed, outcome left as it is
-            self._free -= 1
-            item.scope = anyio.CancelScope()
-            tg.start_soon(self._run, item, name=f"tool {item.call.name} ({call_id})")
-
-    # -- one tool -----------------------------------------------------------------------
-
-    async def _run(self, item: _Call) -> None:
-        call, spec, tracker = item.call, item.spec, self._tracker
-        scope = item.scope
-        assert scope is not None
-        timeout = spec.timeout if spec.timeout is not None else self._runner._call_timeout
-        try:
-            with scope:
-                await anyio.lowlevel.checkpoint_if_cancelled()  # a stopped run starts nothing
-                if tracker.status(call.id) is not _RUNNING or call.id not in self._calls:
-                    return  # finished while its task was being started
-                if self._guard is not None and not await self._claim(item):
-                    return  # not to be run here (finished with what the guard said)
-                tracker.mark_tool_started(call.id)
-                item.tool_started = True
-                if item.edited is not None and self._control is not None:
-                    self._control._edited[call.id] = item.edited  # it runs with them
-                with (
-                    self._traced(call),
-                    anyio.move_on_after(math.inf if timeout is None else timeout) as limit,
-                ):
-                    result = await invoke(
-                        spec, item.args, item.kwargs, (limit, scope), self._progress_of(item)
-                    )
-                tracker.mark_tool_finished(call.id)
-            if scope.cancelled_caught:  # finished by somebody else: leave it as it is
-                if item.tool_started:
-                    tracker.mark_tool_finished(call.id)
-                return
-            failure: CallFailure | None = None
-            if limit.cancelled_caught:
-                failure = outcomes.timed_out(call, "call", True, timeout)
-            elif type(result) is Raised:
-                exc = result.exception
-                logger.warning(
-                    "tool %r raised in call %r: %s", call.name, call.id, result.text, exc_info=exc
-                )
-                failure = ToolRaised(
-                    message=f"tool {call.name!r} raised {result.text}",
-                    tool=call.name,
-                    exception=type(exc).__name__,
-                )
-            if self._guard is not None:
-                await self._record(call, None if failure else result, failure)
-            if failure is not None:
-                self._fail(call, failure)
-            else:
-                self._apply_result(call, result)
-        except anyio.get_cancelled_exc_class():
-            if item.tool_started:
-                tracker.mark_tool_finished(call.id)
-            if anyio.current_time() >= self._deadline:
-                stopped: CallFailure = self._timed_out(call, "run", item.tool_started)
-            else:
-                stopped = outcomes.cancelled(
-                    call, item.tool_started, "the tool runner was cancelled"
-                )
-            self._fail_if_running(call, stopped)
-            raise
-        finally:
-            self._drop(call.id)
-            self._free += 1
-            self._queue.release(spec.name)
-            self._dispatch()
-
-    async def _claim(self, item: _Call) -> bool:
-        """Ask the guard whether the call may start; ``False``: it was finished instead."""
-        call, guard = item.call, self._guard
-        assert guard is not None
-        try:
-            outcome = await guard.claim(call)
-        except Exception as exc:  # nothing ran: the call stays decidable
-            text = describe(exc)
-            logger.warning("claiming call %r failed: %s", call.id, text)
-            self._fail_if_running(call, outcomes.claim_failed(call, text))
-            return False
-        if outcome is not None:
-            if self._tracker.status(call.id) is _RUNNING:
-                if outcome.failure is not None:
-                    self._fail(call, outcome.failure)
-                else:
-                    self._apply_result(call, outcome.result)
-            return False
-        # False: finished by somebody else while it was being claimed (a cancel, a close);
-        # the claim then has no outcome, so a later resume sees it in doubt (never re-run).
-        return self._tracker.status(call.id) is _RUNNING and call.id in self._calls
-
-    async def _record(self, call: ToolCall, result: Any, failure: CallFailure | None) -> None:
-        """Tell the guard how the tool ended; if that fails the call is in doubt (it ran:
-        never run again), and its real outcome still goes to the tracker."""
-        assert self._guard is not None
-        try:
-            await self._guard.record(call, result, failure)
-        except Exception as exc:
-            logger.warning(
-                "recording the outcome of call %r failed: %s; it is in doubt for any later "
-                "resume (never run again)",
-                call.id,
-                describe(exc),
-            )
-
-    def _traced(self, call: ToolCall) -> AbstractContextManager[None]:
-        """The call's span, current while its tool runs (nothing without tracing)."""
-        return nullcontext() if self._otel is None else self._otel.running(call)
-
-    def _cap(self, name: str) -> float:
-        spec = self._tools.get(name)
-        cap = spec.max_concurrency if spec is not None else None
-        return math.inf if cap is None else cap
-
-    def _progress_of(self, item: _Call) -> Callable[[Any], None] | None:
-        control = self._control
-        if control is None or not item.spec.is_generator:
-            return None
-        counter = iter(range(1 << 62))
-
-        def publish(value: Any) -> None:
-            call = item.call
-            if self._calls.get(call.id) is item and control._wants_progress:
-                control._publish_progress(ProgressUpdate(call.id, call.name, value, next(counter)))
-
-        return publish
+        event = E.TURN_OK if end.ok else E.TURN_NOT_OK
+        for item in self._table.items():
+            self.fire(item, event)
 
     # -- outcomes -----------------------------------------------------------------------
 
-    def _timed_out(self, call: ToolCall, scope: str, started: bool) -> CallFailure:
-        return outcomes.timed_out(call, scope, started, self._runner._timeout)
+    def _timed_out(self, call: ToolCall, started: bool) -> CallFailure:
+        if anyio.current_time() >= self._deadline_at:
+            return outcomes.timed_out(call, "run", started, self._deadline_seconds)
+        return outcomes.timed_out(call, "run", started, self.policy.options.timeout)
 
-    def _sweep(self, failure: Callable[[ToolCall, bool], CallFailure]) -> None:
-        """Fail every call of the turn still ``running`` (those whose task never ran)."""
-        started = {call_id: item.tool_started for call_id, item in self._calls.items()}
-        for call in self._tracker.list():
-            if call.status is _RUNNING:
-                self._fail(call, failure(call, started.get(call.id, False)))
-
-    def _fail_if_running(self, call: ToolCall, failure: CallFailure) -> None:
-        if self._tracker.status(call.id) is _RUNNING:
-            self._fail(call, failure)
-
-    def _fail(self, call: ToolCall, failure: CallFailure) -> None:
-        self._drop(call.id)
-        self._write(call.id, failure, error=True)
-
-    def _apply_result(self, call: ToolCall, result: Any) -> None:
-        self._drop(call.id)
-        self._write(call.id, result, error=False)
-
-    def _drop(self, call_id: str) -> _Call | None:
-        """Forget a call (it finished, or is finishing now)."""
-        self._forget_request(call_id)
-        return self._calls.pop(call_id, None)
+    def _sweep(self, event: RunnerEvent, failure: Any, *, streaming: bool = False) -> None:
+        """``event`` to every call held; end every other call of the turn still ``running``
+        (``pending`` too if ``streaming``)."""
+        for item in self._table.items():
+            self.fire(item, event, failure(item.call, item.tool_started))
+        alive = (Status.PENDING, _RUNNING) if streaming else (_RUNNING,)
+        for call in self.tracker.list():
+            if call.status in alive and self._table.get(call.id) is None:
+                self._write(call.id, failure(call, False), error=True)
 
     def _write(self, call_id: str, value: Any, *, error: bool) -> None:
-        tracker = self._tracker
-        try:
-            if error:
-                tracker.write_error(call_id, value)
-            else:
-                tracker.write_result(call_id, value)
-        except TrackerClosed:
-            logger.warning(
-                "the tracker closed before the outcome of call %r could be recorded", call_id
-            )
+        outcomes.write(self.tracker, call_id, value, error=error)
+
+    def traced(self, call: ToolCall) -> AbstractContextManager[None]:
+        """The call's span, current while its tool runs (nothing without tracing)."""
+        return nullcontext() if self._otel is None else self._otel.running(call)
+
+    # -- what the tool's task reads (``._start``) ---------------------------------------
+
+    def stopped(self, item: Entry) -> None:
+        """An abandoned call's tool has really stopped."""
+        self.fire(item, E.TOOL_STOPPED)
+
+    def stopped_because(self, item: Entry) -> tuple[RunnerEvent, CallFailure]:
+        """Why a call's task was cancelled by its run: the deadline, or a cancellation."""
+        if anyio.current_time() >= min(self._timeout_at, self._deadline_at):
+            return E.DEADLINE, self._timed_out(item.call, item.tool_started)
+        return E.CANCEL, outcomes.cancelled(
+            item.call, item.tool_started, "the tool runner was cancelled"
+        )

@@ -1,0 +1,207 @@
+"""A call's entry in the turn's table, and the task that runs its tool (private).
+
+:func:`run_tool` is the task a call gets with its slot (``claiming``). It asks the store
+guard (if any), fires ``claimed`` (the turn's ``may_start`` has the last word), runs the
+tool under the per-call timeout, and fires ``tool_ended`` with the outcome, then
+``recorded`` / ``record_failed`` once the guard has recorded it. When the call ends while
+its tool runs (cancelled, closed, timed out, ended by other code), the table moves it to
+``abandoned``; the task then fires ``tool_stopped`` when the tool has really stopped: at
+once for an async tool (its cancellation unwound), from the thread for a sync tool whose
+thread outlives its call (the thread gives its runner-wide capacity back itself, so the
+slot is freed even after the turn returned, or its event loop ended).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import anyio.lowlevel
+
+from ..calls import ToolCall
+from ..errors import CallFailure
+from ..failures import ClaimFailed, ToolRaised
+from ..tools import Tool
+from . import _outcomes as outcomes
+from ._guard import GuardOutcome
+from ._invoke import Raised, describe, invoke
+from ._progress import ProgressUpdate
+from ._slots import call_soon
+from ._table import RunnerEvent, RunnerState
+from ._threads import ThreadJob
+
+if TYPE_CHECKING:
+    from ._turn import Turn
+
+logger: Final = logging.getLogger("toolcall_tracker.runner")
+
+S: Final = RunnerState
+E: Final = RunnerEvent
+
+
+class Entry:
+    """One call in the turn's table, from ready until it leaves (terminal state)."""
+
+    __slots__ = (
+        "args",
+        "call",
+        "edited",
+        "gated",
+        "job",
+        "kwargs",
+        "released_by_thread",
+        "scope",
+        "slot",
+        "spec",
+        "state",
+        "tool_started",
+    )
+
+    def __init__(self, call: ToolCall) -> None:
+        self.call = call
+        self.state = S.STREAMING
+        self.spec: Tool[..., Any] | None = None
+        self.args: tuple[Any, ...] = ()
+        self.kwargs: dict[str, Any] = {}
+        self.gated = True
+        self.edited: Any = None  # the arguments a human approved instead of the model's
+        self.scope: anyio.CancelScope | None = None  # while its task runs
+        self.job: ThreadJob | None = None  # a sync tool's thread
+        self.slot = False  # holds a slot (of the turn, of its tool, a thread if sync)
+        self.released_by_thread = False  # an abandoned thread gave its capacity back
+        self.tool_started = False
+
+
+async def run_tool(turn: Turn, item: Entry) -> None:
+    """The task of one call from ``claiming`` on (see the module's docstring)."""
+    call, spec, scope = item.call, item.spec, item.scope
+    assert spec is not None
+    assert scope is not None
+    tracker, policy = turn.tracker, turn.policy
+    timeout = policy.call_timeout(spec)
+    ended: tuple[Any, CallFailure | None] | None = None
+    try:
+        with scope:
+            await anyio.lowlevel.checkpoint_if_cancelled()  # a stopped run starts nothing
+            if not await _claim(turn, item):
+                return
+            if policy.is_sync(spec):
+                item.job = ThreadJob()
+            with (
+                turn.traced(call),
+                anyio.move_on_after(math.inf if timeout is None else timeout) as limit,
+            ):
+                result = await invoke(
+                    spec, item.args, item.kwargs, (limit, scope), _progress(turn, item), item.job
+                )
+            tracker.mark_tool_finished(call.id)
+        if scope.cancelled_caught:  # the table ended it (abandoned): nothing more here
+            tracker.mark_tool_finished(call.id)
+            return
+        if limit.cancelled_caught:
+            failure: CallFailure = outcomes.timed_out(call, "call", True, timeout)
+            if item.job is not None and item.job.alive:
+                turn.fire(item, E.DEADLINE, failure)  # its thread runs on: abandoned
+                return
+            ended = (None, failure)
+        elif type(result) is Raised:
+            exc = result.exception
+            logger.warning(
+                "tool %r raised in call %r: %s", call.name, call.id, result.text, exc_info=exc
+            )
+            message = f"tool {call.name!r} raised {result.text}"
+            ended = (
+                None,
+                ToolRaised(message=message, tool=call.name, exception=type(exc).__name__),
+            )
+        else:
+            ended = (result, None)
+        if turn.fire(item, E.TOOL_ENDED):
+            await _record(turn, item, ended)
+    except anyio.get_cancelled_exc_class():
+        if item.tool_started:
+            tracker.mark_tool_finished(call.id)
+        if item.state is S.RECORDING and ended is not None:
+            turn.fire(item, E.RECORD_FAILED, ended)
+        else:
+            turn.fire(item, *turn.stopped_because(item))
+        raise
+    finally:
+        _after(turn, item)
+
+
+async def _claim(turn: Turn, item: Entry) -> bool:
+    """``claiming`` -> ``running`` (or the call ends here); whether the tool may run."""
+    guard, call = turn.guard, item.call
+    if guard is not None:
+        try:
+            got = await guard.claim(call)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            text = describe(exc)
+            logger.warning("claiming call %r failed: %s", call.id, text)
+            failure = ClaimFailed(
+                message=f"tool {call.name!r} was not run: claiming the call failed ({text})",
+                tool=call.name,
+                exception=type(exc).__name__,
+            )
+            turn.fire(item, E.CLAIM_REFUSED, GuardOutcome(failure=failure))
+            return False
+        if got is not None:
+            turn.fire(item, E.CLAIM_REFUSED, got)
+            return False
+    turn.fire(item, E.CLAIMED)
+    return item.state is S.RUNNING
+
+
+async def _record(turn: Turn, item: Entry, ended: tuple[Any, CallFailure | None]) -> None:
+    guard = turn.guard
+    if guard is not None:
+        try:
+            await guard.record(item.call, *ended)
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception:
+            logger.warning("recording the outcome of call %r failed", item.call.id, exc_info=True)
+            turn.fire(item, E.RECORD_FAILED, ended)
+            return
+    turn.fire(item, E.RECORDED, ended)
+
+
+def _after(turn: Turn, item: Entry) -> None:
+    """The task ends: an abandoned call's tool has stopped, unless its thread runs on."""
+    if item.state is not S.ABANDONED:
+        return
+    job = item.job
+    if job is not None:
+        token = anyio.lowlevel.current_token().native_token
+        spec = item.spec
+        assert spec is not None
+        capacity = turn.policy.capacity
+
+        def on_stop() -> None:  # on the tool's thread, when it finally returns
+            item.released_by_thread = True
+            capacity.release(spec.name, True)
+            call_soon(token, lambda: turn.stopped(item))
+
+        if job.detach(on_stop):
+            return
+    turn.stopped(item)
+
+
+def _progress(turn: Turn, item: Entry) -> Callable[[Any], None] | None:
+    link, spec = turn.link, item.spec
+    if link is None or spec is None or not spec.is_generator:
+        return None
+    counter = iter(range(1 << 62))
+
+    def publish(value: Any) -> None:
+        call = item.call
+        if item.state is S.RUNNING and link.wants_progress:
+            link.publish_progress(ProgressUpdate(call.id, call.name, value, next(counter)))
+
+    return publish

@@ -1,0 +1,48 @@
+"""Outcome stores for the resume tests (not a test module): one that fails on demand, and
+one written for the old ``FinishedCalls`` protocol."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from toolcall_tracker import CallOutcome, Claim, InMemoryOutcomeStore
+
+
+class FlakyStore:
+    """An in-memory store whose claim / record raise for the keys (by call id) listed."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryOutcomeStore()
+        self.fail_claim: set[str] = set()
+        self.fail_record: set[str] = set()
+        self.log: list[tuple[str, str]] = []
+
+    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
+        call_id = key.split(":", 1)[1]
+        self.log.append(("claim", call_id))
+        if call_id in self.fail_claim:
+            raise ConnectionError("store down")
+        return await self.inner.claim(key, expires_at=expires_at)
+
+    async def record(self, key: str, outcome: CallOutcome) -> None:
+        call_id = key.split(":", 1)[1]
+        self.log.append(("record", call_id))
+        if call_id in self.fail_record:
+            raise ConnectionError("store down")
+        await self.inner.record(key, outcome)
+
+    async def get(self, key: str) -> CallOutcome | None:
+        return await self.inner.get(key)
+
+
+class OldStore:
+    """A store written for the old ``FinishedCalls`` protocol (a test-and-set ``add``)."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+
+    async def add(self, key: str) -> bool:
+        if key in self.keys:
+            return False
+        self.keys.add(key)
+        return True
