@@ -7,6 +7,7 @@ is a real SQLite file in ``tmp_path``.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -21,6 +22,7 @@ from toolcall_tracker import (
     Limits,
     NotExecuted,
     OutcomeInDoubt,
+    RunControl,
     Status,
     ToolCall,
     ToolCallTracker,
@@ -274,3 +276,75 @@ async def test_a_claimed_call_without_outcome_is_in_doubt_unless_idempotent(
         assert isinstance(calls[0].error, OutcomeInDoubt)
         assert "lease expired" in calls[0].error.message
     same(again.tracker.list(), calls)  # what the resume did is journaled too
+
+
+async def test_the_runners_transitions_are_journaled_and_an_approval_before_its_claim(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    db = tmp_path / "j.db"
+    ran: list[str] = []
+
+    def transfer(to: str) -> str:
+        ran.append(to)
+        return f"sent to {to}"
+
+    control = RunControl()
+    items = [*call_events("c1", "transfer", {"to": "bob"}), {"type": "end"}]
+    with anyio.fail_after(DEADLINE), SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
+        tracker = ToolCallTracker()
+        runner = ToolRunner([tool(transfer, needs_approval=True)])
+        async with (
+            DurableTurn(journal, "turn-1", tracker, store=store) as turn,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(tracker.consume, from_list(items))
+            tg.start_soon(functools.partial(turn.run, runner, control=control))
+            async for request in control.approval_requests():
+                control.approve(request.call_id)
+        records = await journal.read("turn-1")
+        restored = await restore(journal, "turn-1")
+    assert ran == ["bob"]
+    runner_events = [r.data["event"] for r in records if r.kind == "runner"]
+    assert "approved" in runner_events
+    assert "claimed" in runner_events
+    approved_at = next(
+        r.seq for r in records if r.kind == "runner" and r.data["event"] == "approved"
+    )
+    claim_at = next(r.seq for r in records if r.kind == "claim")
+    assert approved_at < claim_at  # the decision is durable before the tool starts
+    assert restored.decisions == {"c1": True}
+
+
+@pytest.mark.parametrize("approved", [True, False])
+async def test_a_journaled_decision_is_applied_again_after_a_restore(
+    tmp_path: Path, anyio_backend: str, approved: bool
+) -> None:
+    db = tmp_path / "j.db"
+    ran: list[str] = []
+
+    def transfer(to: str) -> str:
+        ran.append(to)
+        return f"sent to {to}"
+
+    items = [*call_events("c1", "transfer", {"to": "bob"}), {"type": "end"}]
+    event = "approved" if approved else "denied"
+    with anyio.fail_after(DEADLINE), SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
+        # process 1 journaled the stream and the decision, then died before the claim
+        tracker = ToolCallTracker()
+        async with DurableTurn(journal, "turn-1", tracker, store=store):
+            for item in items:
+                tracker.apply(item)
+            decision = {"id": "c1", "from": "awaiting_approval", "to": "x", "event": event}
+            journal.append("turn-1", "runner", decision)
+        restored = await restore(journal, "turn-1")
+        assert restored.decisions == {"c1": approved}
+        # process 2: nobody approves here; the journaled decision is applied again
+        runner = ToolRunner([tool(transfer, needs_approval=True)])
+        calls = await resume_turn(journal, "turn-1", runner, store=store, control=RunControl())
+    if approved:
+        assert ran == ["bob"]
+        assert calls[0].result == "sent to bob"
+    else:
+        assert ran == []
+        assert calls[0].error is not None
+        assert calls[0].error.kind == "approval_denied"

@@ -14,6 +14,8 @@ record kind     data (JSON)
                 store is asked, so a store claim always has its record); its tool
                 starts only after both
 ``outcome``     ``{"id", "kind", "result" | "failure"}``: how a claimed call's tool ended
+``runner``      ``{"id", "from", "to", "event"}``: a transition in the runner's table, from
+                its listener hook (approvals and denials among them)
 ==============  ==========================================================================
 
 Results and errors are written under the library's one output rule (NaN as ``null``, lone
@@ -47,6 +49,9 @@ from ..runner import (
     GuardOutcome,
     OutcomeStore,
     RunControl,
+    RunnerEvent,
+    RunnerListener,
+    RunnerState,
     StoreGuard,
     ToolRunner,
 )
@@ -124,6 +129,27 @@ class _Recorder(ChangeListener):
 
     def turn_ended(self, end: End) -> None:
         self._append(self._turn, ["e", end.ok, end.reason])
+
+
+class _RunnerRecorder(RunnerListener):
+    """The runner-hook listener that journals every transition of the runner's table
+    (committed with the next claim, so an approval is durable before its tool starts),
+    then tells the application's own listener, if any."""
+
+    __slots__ = ("_journal", "_next", "_turn")
+
+    def __init__(self, journal: Journal, turn_id: str, then: RunnerListener | None) -> None:
+        self._journal = journal
+        self._turn = turn_id
+        self._next = then
+
+    def transition(
+        self, call_id: str, before: RunnerState, after: RunnerState, event: RunnerEvent
+    ) -> None:
+        data = {"id": call_id, "from": before.value, "to": after.value, "event": event.value}
+        self._journal.append(self._turn, "runner", data)
+        if self._next is not None:
+            self._next.transition(call_id, before, after, event)
 
 
 class _JournalGuard:
@@ -226,6 +252,18 @@ class DurableTurn:
         store = StoreGuard(self.store, self.turn_id, self._expires_at, idempotent)
         return _JournalGuard(self.journal, self.turn_id, store)
 
-    async def run(self, runner: ToolRunner, *, control: RunControl | None = None) -> list[ToolCall]:
-        """``runner.run(tracker, control=control)`` with this turn's start guard."""
-        return await runner.run(self.tracker, control=control, start_guard=self.guard(runner))
+    async def run(
+        self,
+        runner: ToolRunner,
+        *,
+        control: RunControl | None = None,
+        listener: RunnerListener | None = None,
+    ) -> list[ToolCall]:
+        """``runner.run(tracker, control=control)`` with this turn's start guard, and a
+        runner listener journaling every transition (then telling ``listener``)."""
+        return await runner.run(
+            self.tracker,
+            control=control,
+            listener=_RunnerRecorder(self.journal, self.turn_id, listener),
+            start_guard=self.guard(runner),
+        )

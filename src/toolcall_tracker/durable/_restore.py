@@ -18,8 +18,10 @@ now is journaled as well):
   is renewed; one whose lease ran out with no outcome is in doubt and ends
   ``outcome_in_doubt``, never run again, unless its tool is ``idempotent=True``; a call
   nobody claimed runs (nothing of it ran before);
-- calls that need approval are asked for again through the ``control``: with
-  ``RunControl(defer_approvals=True)`` they stay pending.
+- a call whose approval (or denial) the runner journaled gets the same decision again
+  through the ``control`` (an in-process one; a deferring control asks again); the
+  undecided ones are asked for again: with ``RunControl(defer_approvals=True)`` they stay
+  pending.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import anyio
+
 from ..calls import Status, ToolCall
 from ..limits import Limits
-from ..runner import CallOutcome, OutcomeStore, RunControl, ToolRunner
+from ..runner import CallOutcome, OutcomeStore, RunControl, RunnerEvent, ToolRunner
 from ..sink import EventSink
 from ..tracker import ToolCallTracker
 from ._journal import DEFAULT_KEY_TTL, DurableTurn, Journal
@@ -39,6 +43,7 @@ from ._sqlite import DurableError
 __all__ = ["RestoredTurn", "apply_events", "restore", "resume_turn"]
 
 INTERRUPTED = "interrupted"
+_DECIDED = frozenset({RunnerEvent.APPROVED.value, RunnerEvent.DENIED.value})
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,8 @@ class RestoredTurn:
         cut: ``True`` if the journal has no ``end``: the model's stream was cut.
         claimed: the ids of the calls claimed (their tool may have started) without a
             journaled outcome: the store decides, on resume, whether they ran.
+        decisions: the approvals (``True``) and denials (``False``) the runner recorded,
+            by call id.
         records: how many records were read; ``last_seq`` the position of the last.
     """
 
@@ -61,6 +68,7 @@ class RestoredTurn:
     limits: Limits
     cut: bool
     claimed: frozenset[str]
+    decisions: dict[str, bool]
     records: int
     last_seq: int
 
@@ -77,12 +85,15 @@ async def restore(journal: Journal, turn_id: str) -> RestoredTurn:
     limits = Limits(**records[0].data["limits"])
     tracker = ToolCallTracker(limits=limits)
     claimed: set[str] = set()
+    decisions: dict[str, bool] = {}
     outcomes: dict[str, CallOutcome] = {}
     for record in records[1:]:
         if record.kind == "events":
             apply_events(tracker, record.data)
         elif record.kind == "claim":
             claimed.add(record.data["id"])
+        elif record.kind == "runner" and record.data["event"] in _DECIDED:
+            decisions[record.data["id"]] = record.data["event"] == "approved"
         elif record.kind == "outcome":
             data = dict(record.data)
             outcomes[data.pop("id")] = CallOutcome.model_validate(data)
@@ -100,6 +111,7 @@ async def restore(journal: Journal, turn_id: str) -> RestoredTurn:
         limits,
         tracker.end is None,
         frozenset(claimed),
+        decisions,
         len(records),
         records[-1].seq,
     )
@@ -126,7 +138,23 @@ async def resume_turn(
     ) as turn:
         if tracker.end is None:
             tracker.write_end(False, INTERRUPTED)
-        return await turn.run(runner, control=control)
+        if control is None or not restored.decisions or control.defer_approvals:
+            return await turn.run(runner, control=control)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_decide_again, control, restored.decisions)
+            calls = await turn.run(runner, control=control)
+            tg.cancel_scope.cancel()
+        return calls
+
+
+async def _decide_again(control: RunControl, decisions: dict[str, bool]) -> None:
+    """Apply the decisions the first process recorded to the calls that ask again."""
+    async for request in control.approval_requests():
+        approved = decisions.get(request.call_id)
+        if approved is True:
+            control.approve(request.call_id)
+        elif approved is False:
+            control.deny(request.call_id, "denied before the turn was restored")
 
 
 def apply_events(sink: EventSink, items: list[Any]) -> None:
