@@ -30,6 +30,7 @@ import secrets
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Final
 
@@ -77,6 +78,8 @@ class SQLiteOutcomeStore:
             (then the claim fails and its tool does not start).
         synchronous: SQLite's ``synchronous`` setting (``"FULL"``: a commit survives a
             power loss; ``"NORMAL"`` survives a process crash).
+        clock: the wall-clock time in seconds (``time.time``; shared by every process using
+            the file, so a real clock in production); for tests.
 
     Raises:
         DurableError: the file cannot be opened or set up.
@@ -92,6 +95,7 @@ class SQLiteOutcomeStore:
         poll: float = 0.05,
         busy_timeout: float = 5.0,
         synchronous: str = "FULL",
+        clock: Callable[[], float] = time.time,
     ) -> None:
         for label, value in (("lease", lease), ("poll", poll)):
             if not value > 0:
@@ -101,6 +105,7 @@ class SQLiteOutcomeStore:
         self._db = Database(location, busy_timeout=busy_timeout, synchronous=synchronous)
         self._db.script("creating the outcome table", _SCHEMA)
         self.owner = owner or f"{os.uname().nodename}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._clock = clock
         self._lease = lease
         self._wait = 2 * lease if wait is None else wait
         self._poll = poll
@@ -121,7 +126,7 @@ class SQLiteOutcomeStore:
         no outcome, wait (at most ``wait`` seconds) for its outcome."""
         claim = await self._db.call("claiming a call", lambda c: self._claim(c, key, expires_at))
         deadline = anyio.current_time() + self._wait
-        while not claim.won and claim.outcome is None and not claim.lease_expired():
+        while not claim.won and claim.outcome is None and not claim.lease_expired(self._now()):
             if anyio.current_time() >= deadline:
                 break
             await anyio.sleep(self._poll)
@@ -133,7 +138,7 @@ class SQLiteOutcomeStore:
         earlier run is in doubt); else report it as :meth:`claim` does, without waiting."""
 
         def go(conn: sqlite3.Connection) -> Claim:
-            now = time.time()
+            now = self._clock()
             cur = conn.execute(
                 "UPDATE toolcall_outcomes SET owner = ?, lease_until = ? "
                 "WHERE key = ? AND outcome IS NULL AND lease_until <= ?",
@@ -158,7 +163,7 @@ class SQLiteOutcomeStore:
             if cur.rowcount == 0:  # never claimed here (or expired): keep it a day
                 conn.execute(
                     "INSERT OR REPLACE INTO toolcall_outcomes VALUES (?, ?, 0, ?, ?)",
-                    (key, self.owner, time.time() + _DAY, text),
+                    (key, self.owner, self._clock() + _DAY, text),
                 )
 
         try:
@@ -185,11 +190,14 @@ class SQLiteOutcomeStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _now(self) -> datetime:
+        return _utc(self._clock())
+
     # -- on the worker thread -----------------------------------------------------------
 
     def _claim(self, conn: sqlite3.Connection, key: str, expires_at: datetime) -> Claim:
         def body(conn: sqlite3.Connection) -> bool:
-            now = time.time()
+            now = self._clock()
             conn.execute("DELETE FROM toolcall_outcomes WHERE expires_at <= ?", (now,))
             cur = conn.execute(
                 "INSERT OR IGNORE INTO toolcall_outcomes VALUES (?, ?, ?, ?, NULL)",
@@ -199,7 +207,7 @@ class SQLiteOutcomeStore:
 
         if transaction(conn, body):
             self._hold(key)
-            return Claim(won=True, owner=self.owner, lease_until=_utc(time.time() + self._lease))
+            return Claim(won=True, owner=self.owner, lease_until=_utc(self._clock() + self._lease))
         return self._read(conn, key)
 
     def _read(self, conn: sqlite3.Connection, key: str) -> Claim:
@@ -234,7 +242,7 @@ class SQLiteOutcomeStore:
                 logger.warning("%s", exc)
 
     def _renew(self, conn: sqlite3.Connection, *, held: list[str]) -> None:
-        until = time.time() + self._lease
+        until = self._clock() + self._lease
         conn.executemany(
             "UPDATE toolcall_outcomes SET lease_until = ? "
             "WHERE key = ? AND owner = ? AND outcome IS NULL",
