@@ -68,7 +68,7 @@ async def first_process(directory: Path) -> None:
     """The process that streams and runs tools, until it is killed."""
     db = directory / "turns.db"
     tools = runner(directory)
-    with SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
+    async with SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
         tracker = ToolCallTracker()
         async with (
             DurableTurn(journal, "turn-1", tracker, store=store) as turn,
@@ -85,7 +85,7 @@ async def first_process(directory: Path) -> None:
 async def second_process(directory: Path) -> None:
     """Restore the turn from the journal and finish it."""
     db = directory / "turns.db"
-    with SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
+    async with SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
         restored = await restore(journal, "turn-1")
         print(f"restored {len(restored.tracker.list())} calls; stream cut: {restored.cut}")
         calls = await resume_turn(journal, "turn-1", runner(directory), store=store)

@@ -348,3 +348,14 @@ async def test_a_journaled_decision_is_applied_again_after_a_restore(
         assert ran == []
         assert calls[0].error is not None
         assert calls[0].error.kind == "approval_denied"
+
+
+async def test_journal_and_store_close_off_the_event_loop(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    db = tmp_path / "j.db"
+    with anyio.fail_after(DEADLINE):
+        async with SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
+            await journaled_turn(journal, store, Tools(), stream())
+        with SQLiteJournal(db) as again:
+            assert (await again.read("turn-1"))[0].kind == "limits"

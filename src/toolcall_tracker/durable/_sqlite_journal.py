@@ -22,6 +22,9 @@ import urllib.parse
 from collections import deque
 from typing import Any, Final
 
+import anyio
+import anyio.to_thread
+
 from ._journal import JournalRecord
 from ._sqlite import Database, DurableError, sqlite_path, transaction
 
@@ -99,6 +102,10 @@ class SQLiteJournal:
         busy_timeout: seconds a write waits for another writer's lock before failing.
         synchronous: SQLite's ``synchronous`` setting (``"FULL"`` survives a power loss,
             ``"NORMAL"`` a process crash).
+
+    Close it to write what is queued and stop its writer: ``async with`` (or
+    :meth:`aclose`) from async code, ``with`` (or :meth:`close`) otherwise. Opening it sets
+    up the file at once.
 
     Raises:
         DurableError: the file cannot be opened or set up.
@@ -209,11 +216,21 @@ class SQLiteJournal:
                 logger.warning("%s", exc)
         self._db.close()
 
+    async def aclose(self) -> None:
+        """:meth:`close` on a worker thread (the event loop does not wait for the file)."""
+        await anyio.to_thread.run_sync(self.close)
+
     def __enter__(self) -> SQLiteJournal:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> SQLiteJournal:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # -- the writer ----------------------------------------------------------------------
 

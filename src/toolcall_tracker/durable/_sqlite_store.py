@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from typing import Final
 
 import anyio
+import anyio.to_thread
 
 from ..runner import CallOutcome, Claim
 from ._sqlite import Database, transaction
@@ -62,7 +63,8 @@ class SQLiteOutcomeStore:
 
     A :class:`~toolcall_tracker.runner.LeasedOutcomeStore`: pass it as
     ``ToolRunner(outcome_store=...)`` or to a :class:`~toolcall_tracker.durable.DurableTurn`.
-    Close it (:meth:`close`, or ``with``) to stop its lease keeper.
+    Close it to stop its lease keeper: ``async with`` (or :meth:`aclose`) from async
+    code, ``with`` (or :meth:`close`) otherwise. Opening it sets up the file at once.
 
     Args:
         location: the file (a path, ``sqlite:///relative.db`` or
@@ -184,11 +186,21 @@ class SQLiteOutcomeStore:
             keeper.join()
         self._db.close()
 
+    async def aclose(self) -> None:
+        """:meth:`close` on a worker thread (the event loop does not wait for the file)."""
+        await anyio.to_thread.run_sync(self.close)
+
     def __enter__(self) -> SQLiteOutcomeStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> SQLiteOutcomeStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def _now(self) -> datetime:
         return _utc(self._clock())
