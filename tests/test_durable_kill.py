@@ -12,8 +12,9 @@ nothing recorded is lost, no non-idempotent tool runs twice, calls that ran with
 recorded outcome are reported in doubt (or re-run, if idempotent), and a turn cut before
 its end never runs its gated tools.
 
-``TOOLCALL_KILL_POINTS`` (default 50) sets the number of kill points per backend and
-``TOOLCALL_KILL_SEED`` the first seed (default: random); every seed is printed.
+``TOOLCALL_KILL_POINTS`` (default 50) sets the number of kill points per backend: the
+first 36 are every point of one run in turn, the others drawn from seeds starting at
+``TOOLCALL_KILL_SEED`` (default: random); every seed and point is printed.
 """
 
 from __future__ import annotations
@@ -167,7 +168,8 @@ def test_kill_9_at_seeded_points_then_restore_elsewhere(tmp_path: Path, backend:
     points: Counter[str] = Counter()
     for number in range(POINTS):
         seed = FIRST_SEED + number
-        kill_at = random.Random(seed).randrange(MARKERS + 2)
+        # every kill point once (in the child's usual order), then seeded random ones
+        kill_at = number if number < MARKERS + 2 else random.Random(seed).randrange(MARKERS + 2)
         case = tmp_path / f"{backend}-{seed}"
         case.mkdir()
         db, side = case / "j.db", case / "side.txt"
