@@ -107,26 +107,21 @@ class Listener(RunnerListener):
 
 
 def make_runner(lab: Lab) -> ToolRunner:
-    def gated(call_id: str, n: int) -> int:  # sync, sequential, needs approval, gated
-        gate = lab.enter(call_id, "gated", n)
-        try:
-            gate.wait(DEADLINE)
-            if call_id in lab.faults:
-                raise ValueError("the tool failed")
-            return n
-        finally:
-            lab.leave(call_id, "gated")
+    def make(name: str) -> Any:
+        def work(call_id: str, n: int) -> int:
+            gate = lab.enter(call_id, name, n)
+            try:
+                gate.wait(DEADLINE)
+                if call_id in lab.faults:
+                    raise ValueError("the tool failed")
+                return n
+            finally:
+                lab.leave(call_id, name)
 
-    def eager(call_id: str, n: int) -> int:  # sync, eager, capped at 2
-        gate = lab.enter(call_id, "eager", n)
-        try:
-            gate.wait(DEADLINE)
-            if call_id in lab.faults:
-                raise ValueError("the tool failed")
-            return n
-        finally:
-            lab.leave(call_id, "eager")
+        work.__name__ = name
+        return work
 
+    gated, eager = make("gated"), make("eager")  # sync; gated needs approval, sequential
     return ToolRunner(
         [
             tool(gated, needs_approval=True, sequential=True),
