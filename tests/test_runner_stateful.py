@@ -302,7 +302,12 @@ class RunnerModel(RuleBasedStateMachine):
         unfinished = sum(
             1 for call in self.portal.call(self.tracker.list) if call.status is Status.RUNNING
         )
-        abandoned = len(self.lab.gates) - sum(1 for g in self.lab.gates.values() if g.is_set())
+        # an abandoned call stays held until its thread's notice reaches the loop: only
+        # calls whose tool started and whose call has ended can be held that way
+        ended = {
+            call.id for call in self.portal.call(self.tracker.list) if call.status is Status.ERROR
+        }
+        abandoned = sum(1 for call_id, *_ in self.lab.starts if call_id in ended)
         assert sizes["calls"] <= unfinished + abandoned
         assert sizes["requests"] <= unfinished
         assert link.requests.unread() <= unfinished
