@@ -12,24 +12,29 @@ Shape: build a :class:`ToolRunner` once from your tools, then, for each model tu
 (:func:`run_tools` does the same in one call.) ``run`` returns once the turn has ended and
 every ready call has finished; it returns ``tracker.list()``.
 
-For each call that becomes ready (in ready order) the runner:
+For each call that becomes ready (in ready order) the runner walks it through one table
+(:mod:`._table`; ``docs/runner-table.md``), every wait a state of it:
 
-1. looks the tool up by name (``unknown_tool`` error if there is none);
-2. validates the arguments against the function's signature with the tool's pydantic model,
-   built once per tool (``validation`` error, with the field paths); the tool gets its own
-   copy of the arguments, so mutating them changes nothing anybody else sees;
-3. if the tool is gated, waits for the turn's ``End``; if it is not ``ok`` the call ends
-   with a ``not_executed`` error and the tool never runs. Eager tools skip this step;
-4. waits for a slot of ``max_concurrency``: slots go to calls in ready order (eager calls as
-   they become ready, gated ones when the turn ends), on every backend;
-5. reads the call's live status: a call that is no longer ``running`` (an adapter failed it,
-   other code applied an ``error``, the tracker closed) is never executed, and its outcome
-   is left as the tracker has it;
-6. records ``tool_started`` in the timeline and runs the tool: async tools on the event loop,
-   sync tools in a worker thread; both under the per-call timeout. If the call
-   leaves ``running`` through anybody else meanwhile, the tool is cancelled;
+1. ``validating``: looks the tool up by name (``unknown_tool`` error if there is none),
+   validates the arguments against the function's signature with the tool's pydantic model,
+   built once per tool (``validation`` error, with the field paths; the tool gets its own
+   copy of the arguments), and asks ``needs_approval``;
+2. ``awaiting_approval``, if needed: a human decides through the run's :class:`RunControl`;
+3. ``waiting_gate``, if the tool is gated: waits for the turn's ``End``; if it is not ``ok``
+   the call ends with a ``not_executed`` error and the tool never runs;
+4. ``waiting_slot``: slots of ``max_concurrency``, of its tool's runner-wide cap and, for a
+   sync tool, of the runner's ``max_threads`` pool go to calls in ready order;
+5. ``claiming``: the one guard before a start reads the live state (the tracker's status of
+   the call and whether it is closed, the turn's outcome, the approval, the slot, the
+   deadline): a call that may not start never runs;
+6. ``running``: records ``tool_started`` and runs the tool (async tools on the event loop,
+   sync tools on the runner's threads) under the per-call timeout; if the call leaves
+   ``running`` through anybody else meanwhile, the tool is cancelled;
 7. records ``tool_finished`` and applies a ``Result`` event, or an ``Error`` event with a
    :mod:`~toolcall_tracker.failures` value (``tool_exception``, ``timeout``).
+
+Cancelling one call (``RunControl.cancel``), the deadline and closing the tracker reach a
+call at every stage, its arguments still streaming included.
 
 Every event is applied from the event loop's thread. The runner contains every fault of a
 tool: an ``Exception``, ``SystemExit``, ``GeneratorExit`` or any other ``BaseException``,
@@ -47,9 +52,10 @@ calls that become ready afterwards fail at once, and ``run`` returns normally wh
 ends (the timeout bounds the tools, not the model's stream).
 
 A sync tool cannot be interrupted: on a timeout or cancellation its call ends at once and its
-thread is abandoned to finish on its own (its result is discarded, it no longer counts
-against ``max_concurrency``, and, run in a daemon thread, it never keeps the interpreter
-alive). The runner keeps per-call state only until the call finishes.
+thread is abandoned to finish on its own (its result is discarded; it keeps its slot until
+it really ends, and ``RunControl.state`` reports it ``abandoned``; ``run`` never waits for
+it; run in a daemon thread, it never keeps the interpreter alive). The runner keeps
+per-call state only until the call finishes (or its abandoned tool stops).
 """
 
 from __future__ import annotations
@@ -142,7 +148,7 @@ class ToolRunner:
             wait for the turn's end or for a slot. A tool's own ``timeout`` overrides it.
         timeout: seconds the whole :meth:`run` may spend on tools (``None``: no limit).
             An in-process wait for approval counts: a call still undecided when it
-            expires is denied with reason ``"timeout"``.
+            expires is denied with reason ``"timeout"`` (a deferred one stays pending).
         approval_secret: the key that signs pending approvals and binds decisions to
             their calls (HMAC-SHA256), at least 16 bytes. Without it they carry plain
             digests, which catch mistakes but not forgery, and :meth:`resume` refuses
