@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -82,3 +83,15 @@ def test_replay_of_a_missing_journal_or_turn_is_a_usage_error(
     assert "no turn" in capsys.readouterr().err
     assert main(["replay", f"sqlite:///{db}"]) == 2
     assert main(["replay", str(db), "turn-1"]) == 2  # TURN without a journal location
+
+
+def test_replay_json_prints_one_record_per_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "j.db"
+    make_journal(db, end=True)
+    assert main(["replay", f"sqlite:///{db}", "turn-1", "--json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert records[0]["kind"] == "limits"
+    assert [r["seq"] for r in records] == sorted(r["seq"] for r in records)
+    assert {"limits", "events", "claim", "outcome", "runner"} <= {r["kind"] for r in records}
