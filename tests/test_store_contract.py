@@ -6,26 +6,42 @@ Each test runs on asyncio and trio, bounded by ``anyio.fail_after``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import anyio
 import pytest
 
 from conftest import DEADLINE
+from toolcall_tracker.durable import SQLiteOutcomeStore
 from toolcall_tracker.failures import ApprovalDenied, ToolRaised
 from toolcall_tracker.runner import CallOutcome, Claim, InMemoryOutcomeStore, OutcomeStore
 
 pytestmark = pytest.mark.anyio
 
-STORES: dict[str, Callable[[], OutcomeStore]] = {"in-memory": InMemoryOutcomeStore}
+# Each factory gets a fresh directory. A store with leases fills Claim.owner/lease_until,
+# so the tests compare what the contract fixes: won and outcome. ``wait=0``: a claim lost
+# to a live holder answers at once (waiting for its outcome is the SQLite store's own test).
+STORES: dict[str, Callable[[Path], OutcomeStore]] = {
+    "in-memory": lambda _: InMemoryOutcomeStore(),
+    "sqlite": lambda directory: SQLiteOutcomeStore(directory / "outcomes.db", wait=0),
+}
 
 
 @pytest.fixture(params=list(STORES))
-def store(request: pytest.FixtureRequest) -> OutcomeStore:
-    made = STORES[request.param]()
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OutcomeStore]:
+    made = STORES[request.param](tmp_path)
     assert isinstance(made, OutcomeStore)
-    return made
+    yield made
+    close = getattr(made, "close", None)
+    if close is not None:
+        close()
+
+
+def said(claim: Claim) -> Claim:
+    """The contract's part of a claim (won, outcome)."""
+    return Claim(won=claim.won, outcome=claim.outcome)
 
 
 def later() -> datetime:
@@ -34,9 +50,9 @@ def later() -> datetime:
 
 async def test_a_key_is_won_once(anyio_backend: str, store: OutcomeStore) -> None:
     with anyio.fail_after(DEADLINE):
-        assert await store.claim("n:a", expires_at=later()) == Claim(won=True)
-        assert await store.claim("n:a", expires_at=later()) == Claim(won=False)
-        assert await store.claim("n:b", expires_at=later()) == Claim(won=True)  # its own key
+        assert said(await store.claim("n:a", expires_at=later())) == Claim(won=True)
+        assert said(await store.claim("n:a", expires_at=later())) == Claim(won=False)
+        assert said(await store.claim("n:b", expires_at=later())) == Claim(won=True)  # own key
 
 
 async def test_concurrent_claims_have_exactly_one_winner(
@@ -72,7 +88,7 @@ async def test_a_recorded_outcome_comes_back_to_every_later_claim(
         await store.record("n:a", outcome)
         assert await store.get("n:a") == outcome
         again = await store.claim("n:a", expires_at=later())
-    assert again == Claim(won=False, outcome=outcome)
+    assert said(again) == Claim(won=False, outcome=outcome)
     assert again.outcome is not None
     assert again.outcome.call_failure() == outcome.call_failure()
 

@@ -100,6 +100,8 @@ class Tool(Generic[_P, _R]):
             (``None``: only the runner's cap). Waiting calls keep their ready order.
         sequential: run this tool's calls one at a time, in ready order (the same as
             ``max_concurrency=1``).
+        idempotent: ``True`` if running a call twice does no harm: a durable turn may then
+            run a call again whose earlier run is "in doubt" (claimed, never recorded).
 
     Raises:
         ValueError: the name is not a valid tool name, ``timeout`` is not positive,
@@ -112,6 +114,7 @@ class Tool(Generic[_P, _R]):
         "_description",
         "_eager",
         "_function",
+        "_idempotent",
         "_is_async",
         "_is_generator",
         "_max_concurrency",
@@ -135,6 +138,7 @@ class Tool(Generic[_P, _R]):
         needs_approval: NeedsApproval = False,
         max_concurrency: int | None = None,
         sequential: bool = False,
+        idempotent: bool = False,
     ) -> None:
         if isinstance(function, Tool):
             raise TypeError("function is already a Tool; use tool(existing, ...) to change it")
@@ -151,6 +155,7 @@ class Tool(Generic[_P, _R]):
         self._name = tool_name
         self._description = summary if description is None else description
         self._eager = eager
+        self._idempotent = bool(idempotent)
         self._timeout = timeout
         self._needs_approval = needs_approval
         self._max_concurrency = 1 if sequential else max_concurrency
@@ -188,6 +193,11 @@ class Tool(Generic[_P, _R]):
     def eager(self) -> bool | None:
         """``True`` eager, ``False`` gated, ``None`` the runner's default."""
         return self._eager
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether a call of this tool may run again when an earlier run is in doubt."""
+        return self._idempotent
 
     @property
     def timeout(self) -> float | None:
@@ -269,6 +279,7 @@ class Tool(Generic[_P, _R]):
         needs_approval: NeedsApproval | None = None,
         max_concurrency: int | None = None,
         sequential: bool | None = None,
+        idempotent: bool | None = None,
     ) -> Tool[_P, _R]:
         """A copy of this tool with the given options changed (``None`` keeps the current)."""
         cap = self._max_concurrency if max_concurrency is None else max_concurrency
@@ -282,6 +293,7 @@ class Tool(Generic[_P, _R]):
             timeout=self._timeout if timeout is None else timeout,
             needs_approval=self._needs_approval if needs_approval is None else needs_approval,
             max_concurrency=cap,
+            idempotent=self._idempotent if idempotent is None else idempotent,
         )
 
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -314,6 +326,7 @@ def tool(
     needs_approval: NeedsApproval | None = None,
     max_concurrency: int | None = None,
     sequential: bool | None = None,
+    idempotent: bool | None = None,
 ) -> Tool[_P, _R]: ...
 
 
@@ -328,6 +341,7 @@ def tool(
     needs_approval: NeedsApproval | None = None,
     max_concurrency: int | None = None,
     sequential: bool | None = None,
+    idempotent: bool | None = None,
 ) -> Callable[[Callable[_P, _R]], Tool[_P, _R]]: ...
 
 
@@ -341,6 +355,7 @@ def tool(
     needs_approval: NeedsApproval | None = None,
     max_concurrency: int | None = None,
     sequential: bool | None = None,
+    idempotent: bool | None = None,
 ) -> Tool[_P, _R] | Callable[[Callable[_P, _R]], Tool[_P, _R]]:
     """Declare a tool and its options; usable as ``tool(fn, ...)``, ``@tool`` or ``@tool(...)``.
 
@@ -359,6 +374,9 @@ def tool(
         max_concurrency: at most this many calls of this tool run at once per turn, next
             to the runner's own cap; waiting calls keep their ready order.
         sequential: ``True`` to run this tool's calls one at a time, in ready order.
+        idempotent: ``True`` if running a call twice does no harm (a durable turn may run
+            a call again whose earlier run is in doubt); ``None``: ``False`` (or, given a
+            :class:`Tool`, keep its setting).
 
     Returns:
         A :class:`Tool` (or a decorator making one). Given a :class:`Tool`, returns a copy
@@ -376,6 +394,7 @@ def tool(
                 needs_approval=needs_approval,
                 max_concurrency=max_concurrency,
                 sequential=sequential,
+                idempotent=idempotent,
             )
         return Tool(
             fn,
@@ -386,6 +405,7 @@ def tool(
             needs_approval=False if needs_approval is None else needs_approval,
             max_concurrency=max_concurrency,
             sequential=bool(sequential),
+            idempotent=bool(idempotent),
         )
 
     if function is None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from toolcall_tracker import ChangeListener, Limits, Status, tool_call_streaming_state_machine
+from toolcall_tracker import Limits, Status, tool_call_streaming_state_machine
 from toolcall_tracker.adapters import (
     AISDKAdapter,
     AnthropicAdapter,
@@ -28,6 +28,7 @@ from toolcall_tracker.adapters import (
 )
 from toolcall_tracker.adapters._calls import RULES
 from toolcall_tracker.adapters._common import IdMinter
+from toolcall_tracker.changes import ChangeListener
 
 
 def _anthropic_start(index: int, call_id: Any, name: Any) -> dict[str, Any]:

@@ -158,6 +158,12 @@ def _svg_title(done: Replay) -> str:
 def _cmd_replay(args: argparse.Namespace) -> int:
     """``replay FILE``: print the report (or the JSON document) of one stream."""
     path: str = args.file
+    if path.startswith("sqlite:"):  # a journal: replay one of its turns
+        from ._journal import replay_journal
+
+        return replay_journal(args)
+    if args.turn is not None or args.follow:
+        raise _UsageError("TURN and --follow are for a journal (sqlite:///FILE.db TURN)")
     live = _live_wanted(args)
     width = terminal_width()
     report = JsonReport() if args.json else TextReport(width)
@@ -259,7 +265,22 @@ def _parser() -> argparse.ArgumentParser:
         "through the state machine and print the calls, the turn's end and the ignored "
         "events.",
     )
-    replay.add_argument("file", metavar="FILE", help="the recorded stream ('-': stdin)")
+    replay.add_argument(
+        "file",
+        metavar="FILE",
+        help="the recorded stream ('-': stdin), or a journal sqlite:///relative/or/absolute.db",
+    )
+    replay.add_argument("turn", metavar="TURN", nargs="?", help="a journal's turn id")
+    replay.add_argument(
+        "--follow", action="store_true", help="journal: poll for new records until the turn ends"
+    )
+    replay.add_argument(
+        "--timeout",
+        type=_speed,
+        default=60.0,
+        metavar="SECONDS",
+        help="journal --follow: give up after this long (default 60)",
+    )
     replay.add_argument("--format", choices=formats, default="auto", help=format_help)
     replay.add_argument(
         "--events",

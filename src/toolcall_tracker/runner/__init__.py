@@ -12,24 +12,29 @@ Shape: build a :class:`ToolRunner` once from your tools, then, for each model tu
 (:func:`run_tools` does the same in one call.) ``run`` returns once the turn has ended and
 every ready call has finished; it returns ``tracker.list()``.
 
-For each call that becomes ready (in ready order) the runner:
+For each call that becomes ready (in ready order) the runner walks it through one table
+(:mod:`._table`; ``docs/runner-table.md``), every wait a state of it:
 
-1. looks the tool up by name (``unknown_tool`` error if there is none);
-2. validates the arguments against the function's signature with the tool's pydantic model,
-   built once per tool (``validation`` error, with the field paths); the tool gets its own
-   copy of the arguments, so mutating them changes nothing anybody else sees;
-3. if the tool is gated, waits for the turn's ``End``; if it is not ``ok`` the call ends
-   with a ``not_executed`` error and the tool never runs. Eager tools skip this step;
-4. waits for a slot of ``max_concurrency``: slots go to calls in ready order (eager calls as
-   they become ready, gated ones when the turn ends), on every backend;
-5. reads the call's live status: a call that is no longer ``running`` (an adapter failed it,
-   other code applied an ``error``, the tracker closed) is never executed, and its outcome
-   is left as the tracker has it;
-6. records ``tool_started`` in the timeline and runs the tool: async tools on the event loop,
-   sync tools in a worker thread; both under the per-call timeout. If the call
-   leaves ``running`` through anybody else meanwhile, the tool is cancelled;
+1. ``validating``: looks the tool up by name (``unknown_tool`` error if there is none),
+   validates the arguments against the function's signature with the tool's pydantic model,
+   built once per tool (``validation`` error, with the field paths; the tool gets its own
+   copy of the arguments), and asks ``needs_approval``;
+2. ``awaiting_approval``, if needed: a human decides through the run's :class:`RunControl`;
+3. ``waiting_gate``, if the tool is gated: waits for the turn's ``End``; if it is not ``ok``
+   the call ends with a ``not_executed`` error and the tool never runs;
+4. ``waiting_slot``: slots of ``max_concurrency``, of its tool's runner-wide cap and, for a
+   sync tool, of the runner's ``max_threads`` pool go to calls in ready order;
+5. ``claiming``: the one guard before a start reads the live state (the tracker's status of
+   the call and whether it is closed, the turn's outcome, the approval, the slot, the
+   deadline): a call that may not start never runs;
+6. ``running``: records ``tool_started`` and runs the tool (async tools on the event loop,
+   sync tools on the runner's threads) under the per-call timeout; if the call leaves
+   ``running`` through anybody else meanwhile, the tool is cancelled;
 7. records ``tool_finished`` and applies a ``Result`` event, or an ``Error`` event with a
    :mod:`~toolcall_tracker.failures` value (``tool_exception``, ``timeout``).
+
+Cancelling one call (``RunControl.cancel``), the deadline and closing the tracker reach a
+call at every stage, its arguments still streaming included.
 
 Every event is applied from the event loop's thread. The runner contains every fault of a
 tool: an ``Exception``, ``SystemExit``, ``GeneratorExit`` or any other ``BaseException``,
@@ -47,9 +52,10 @@ calls that become ready afterwards fail at once, and ``run`` returns normally wh
 ends (the timeout bounds the tools, not the model's stream).
 
 A sync tool cannot be interrupted: on a timeout or cancellation its call ends at once and its
-thread is abandoned to finish on its own (its result is discarded, it no longer counts
-against ``max_concurrency``, and, run in a daemon thread, it never keeps the interpreter
-alive). The runner keeps per-call state only until the call finishes.
+thread is abandoned to finish on its own (its result is discarded; it keeps its slot until
+it really ends, and ``RunControl.state`` reports it ``abandoned``; ``run`` never waits for
+it; run in a daemon thread, it never keeps the interpreter alive). The runner keeps
+per-call state only until the call finishes (or its abandoned tool stops).
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ from ..calls import ToolCall
 from ..tools import Tool, ToolsInput, tools_by_name
 from ..tracker import ToolCallTracker
 from ._control import RunControl, link_of
-from ._guard import StartGuard
+from ._guard import GuardOutcome, StartGuard
 from ._pending import (
     DEFAULT_APPROVAL_TTL,
     ApprovalDecision,
@@ -76,6 +82,7 @@ from ._pending import (
 )
 from ._policy import DEFAULT_MAX_THREADS, RunPolicy, ToolOptions
 from ._progress import ProgressUpdate
+from ._resume import StoreGuard
 from ._resume import resume as _resume
 from ._run_turn import run_turn
 from ._store import (
@@ -83,6 +90,7 @@ from ._store import (
     CallOutcome,
     Claim,
     InMemoryOutcomeStore,
+    LeasedOutcomeStore,
     OutcomeStore,
     _as_store,
     _deprecated,
@@ -99,7 +107,9 @@ __all__ = [
     "ApprovalDecision",
     "CallOutcome",
     "Claim",
+    "GuardOutcome",
     "InMemoryOutcomeStore",
+    "LeasedOutcomeStore",
     "OutcomeStore",
     "PendingApproval",
     "PendingApprovals",
@@ -108,6 +118,8 @@ __all__ = [
     "RunnerEvent",
     "RunnerListener",
     "RunnerState",
+    "StartGuard",
+    "StoreGuard",
     "ToolOptions",
     "ToolRunner",
     "merge_calls",
@@ -138,7 +150,7 @@ class ToolRunner:
             wait for the turn's end or for a slot. A tool's own ``timeout`` overrides it.
         timeout: seconds the whole :meth:`run` may spend on tools (``None``: no limit).
             An in-process wait for approval counts: a call still undecided when it
-            expires is denied with reason ``"timeout"``.
+            expires is denied with reason ``"timeout"`` (a deferred one stays pending).
         approval_secret: the key that signs pending approvals and binds decisions to
             their calls (HMAC-SHA256), at least 16 bytes. Without it they carry plain
             digests, which catch mistakes but not forgery, and :meth:`resume` refuses
@@ -225,6 +237,7 @@ class ToolRunner:
         control: RunControl | None = None,
         deadline: float | None = None,
         listener: RunnerListener | None = None,
+        start_guard: StartGuard | None = None,
         _guard: StartGuard | None = None,
     ) -> list[ToolCall]:
         """Run every call of ``tracker``'s turn; return when all finished and the turn ended.
@@ -246,6 +259,11 @@ class ToolRunner:
                 contrast, bounds the tools only.
             listener: told every transition of every call in the runner's table (see
                 :class:`RunnerListener`).
+            start_guard: asked right before each tool starts, and told its outcome after
+                it really finished (a :class:`StartGuard`; a durable turn claims the call
+                in its store and journal here). A guard that raises keeps the tool from
+                starting: the call ends ``error`` with ``ClaimFailed``.
+            _guard: the old private name of ``start_guard`` (kept for existing callers).
 
         Returns:
             ``tracker.list()``: the snapshots of the calls the tracker retains, in start
@@ -257,8 +275,11 @@ class ToolRunner:
         """
         if deadline is not None and not deadline > 0:
             raise ValueError(f"deadline must be a positive number of seconds, not {deadline!r}")
+        if start_guard is not None and _guard is not None:
+            raise TypeError("pass start_guard only (_guard is its old private name)")
+        guard = start_guard if start_guard is not None else _guard
         link = link_of(control) if control is not None else None
-        turn = Turn(self._policy, tracker, link, deadline=deadline, listener=listener, guard=_guard)
+        turn = Turn(self._policy, tracker, link, deadline=deadline, listener=listener, guard=guard)
         await turn.go()
         return tracker.list()
 

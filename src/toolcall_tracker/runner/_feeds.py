@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Generic, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterable, Sized
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 
@@ -23,6 +23,7 @@ from ._progress import ProgressUpdate
 logger = logging.getLogger("toolcall_tracker.runner")
 
 _T = TypeVar("_T")
+_T_co = TypeVar("_T_co", covariant=True)
 
 
 class _Reader(Generic[_T]):
@@ -37,6 +38,9 @@ class _Reader(Generic[_T]):
     def woken(self) -> None:
         if self.wake is not None:
             self.wake.set()
+
+    def take(self) -> _T:
+        return self.items.popleft()
 
 
 class Feed:
@@ -65,19 +69,8 @@ class Feed:
 
     async def iterate(self, only: str | None = None) -> AsyncIterator[ProgressUpdate]:
         reader: _Reader[ProgressUpdate] = _Reader(self.closed, self._maxlen, only)
-        self._readers.append(reader)
-        try:
-            while True:
-                if reader.items:
-                    yield reader.items.popleft()
-                    continue
-                if reader.closed:
-                    return
-                reader.wake = anyio.Event()
-                await reader.wake.wait()
-                reader.wake = None
-        finally:
-            self._readers.remove(reader)
+        async for update in _drain(self._readers, reader):
+            yield update
 
     @property
     def listened(self) -> bool:
@@ -91,6 +84,9 @@ class _RequestReader:
         self.items: dict[str, PendingApproval] = {item.call_id: item for item in items}
         self.closed = closed
         self.wake: anyio.Event | None = None
+
+    def take(self) -> PendingApproval:
+        return self.items.pop(next(iter(self.items)))
 
 
 class RequestFeed:
@@ -125,17 +121,32 @@ class RequestFeed:
         self, initial: Callable[[], Iterable[PendingApproval]]
     ) -> AsyncIterator[PendingApproval]:
         reader = _RequestReader(initial(), self.closed)
-        self._readers.append(reader)
-        try:
-            while True:
-                if reader.items:
-                    call_id = next(iter(reader.items))
-                    yield reader.items.pop(call_id)
-                    continue
-                if reader.closed:
-                    return
-                reader.wake = anyio.Event()
-                await reader.wake.wait()
-                reader.wake = None
-        finally:
-            self._readers.remove(reader)
+        async for request in _drain(self._readers, reader):
+            yield request
+
+
+class _Readable(Protocol[_T_co]):
+    closed: bool
+    wake: anyio.Event | None
+
+    @property
+    def items(self) -> Sized: ...
+
+    def take(self) -> _T_co: ...
+
+
+async def _drain(readers: list[Any], reader: _Readable[_T]) -> AsyncIterator[_T]:
+    """Yield what ``reader`` is given until its feed closes; it reads from its first step."""
+    readers.append(reader)
+    try:
+        while True:
+            if reader.items:
+                yield reader.take()
+                continue
+            if reader.closed:
+                return
+            reader.wake = anyio.Event()
+            await reader.wake.wait()
+            reader.wake = None
+    finally:
+        readers.remove(reader)

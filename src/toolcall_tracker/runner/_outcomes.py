@@ -3,6 +3,7 @@ outcome (private)."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import ValidationError
@@ -109,10 +110,17 @@ def claim_failed(call: ToolCall, exc: BaseException, text: str) -> ClaimFailed:
     )
 
 
-def in_doubt(call: ToolCall) -> OutcomeInDoubt:
+def in_doubt(call: ToolCall, lease_until: datetime | None = None) -> OutcomeInDoubt:
+    if lease_until is not None and lease_until <= datetime.now(timezone.utc):
+        why = (
+            "its lease expired with no outcome recorded (the process running it stopped: "
+            "it may have run)"
+        )
+    else:
+        why = "its outcome was never recorded (it may be running, or have run, elsewhere)"
     return OutcomeInDoubt(
-        message=f"tool {call.name!r} was not run again: an earlier resume claimed this call "
-        "and its outcome was never recorded (it may be running, or have run, elsewhere)",
+        message=f"tool {call.name!r} was not run again: an earlier attempt claimed this call "
+        f"and {why}",
         tool=call.name,
     )
 

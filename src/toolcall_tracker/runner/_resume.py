@@ -37,7 +37,7 @@ from ._approval import Resumed
 from ._guard import GuardOutcome
 from ._invoke import describe
 from ._pending import ApprovalDecision, PendingApprovals, _wire
-from ._store import CallOutcome, OutcomeStore
+from ._store import CallOutcome, LeasedOutcomeStore, OutcomeStore
 from ._turn import Turn
 
 if TYPE_CHECKING:
@@ -51,15 +51,30 @@ class StoreGuard:
     """The runner's start guard over an :class:`OutcomeStore`, for one resumed turn.
 
     Keys are ``"<nonce>:<call id>"`` (the id in its wire form, so every key is valid
-    UTF-8), kept until the state's expiry.
+    UTF-8), kept until ``expires_at``. With a :class:`LeasedOutcomeStore`, a call of a
+    tool named in ``idempotent`` whose holder stopped (lease expired, no outcome) is taken
+    over and run again; any other such call is in doubt and never re-run.
+
+    Args:
+        store: where calls are claimed and their outcomes recorded.
+        nonce: the turn's prefix of every key.
+        expires_at: how long the keys are kept (the expiry of whatever can name them).
+        idempotent: the names of the tools that may run a call again.
     """
 
-    __slots__ = ("_expires_at", "_nonce", "_store")
+    __slots__ = ("_expires_at", "_idempotent", "_nonce", "_store")
 
-    def __init__(self, store: OutcomeStore, nonce: str, expires_at: datetime) -> None:
+    def __init__(
+        self,
+        store: OutcomeStore,
+        nonce: str,
+        expires_at: datetime,
+        idempotent: frozenset[str] = frozenset(),
+    ) -> None:
         self._store = store
         self._nonce = nonce
         self._expires_at = expires_at
+        self._idempotent = idempotent
 
     def key(self, call_id: str) -> str:
         """The store key of call ``call_id`` of this turn."""
@@ -67,11 +82,20 @@ class StoreGuard:
 
     async def claim(self, call: ToolCall) -> GuardOutcome | None:
         """``None`` if this resume won the call; else the outcome to finish it with."""
-        claim = await self._store.claim(self.key(call.id), expires_at=self._expires_at)
+        store, key = self._store, self.key(call.id)
+        claim = await store.claim(key, expires_at=self._expires_at)
+        if (
+            not claim.won
+            and claim.outcome is None
+            and call.name in self._idempotent
+            and isinstance(store, LeasedOutcomeStore)
+            and claim.lease_expired()
+        ):
+            claim = await store.take_over(key, expires_at=self._expires_at)
         if claim.won:
             return None
         if claim.outcome is None:
-            return GuardOutcome(failure=outcomes.in_doubt(call))
+            return GuardOutcome(failure=outcomes.in_doubt(call, claim.lease_until))
         failure = claim.outcome.call_failure()
         if failure is not None:
             return GuardOutcome(failure=failure)
@@ -107,7 +131,8 @@ async def resume(
         tracker.write_start(call.call_id, call.tool)
         tracker.write_delta(call.call_id, call.args_text)
         tracker.write_ready(call.call_id)
-    guard = StoreGuard(store, pending.nonce, pending.expires_at)
+    idempotent = frozenset(name for name, spec in policy.tools.items() if spec.idempotent)
+    guard = StoreGuard(store, pending.nonce, pending.expires_at, idempotent)
     for call in chosen:
         decision = decided[call.call_id]
         if not decision.approved:

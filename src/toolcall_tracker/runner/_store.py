@@ -57,6 +57,7 @@ __all__ = [
     "CallOutcome",
     "Claim",
     "InMemoryOutcomeStore",
+    "LeasedOutcomeStore",
     "OutcomeStore",
 ]
 
@@ -111,10 +112,24 @@ class Claim:
         won: ``True``: the caller holds the key now and may run the call. ``False``:
             somebody claimed it before.
         outcome: when not won, the outcome recorded so far (``None``: none yet).
+        owner: who holds the key (a store with leases says; ``None``: not told).
+        lease_until: when the holder's lease ends (UTC), for a store with leases whose
+            holders renew it while their tool runs; ``None``: the store has no leases.
+            A lost claim with no outcome and a lease in the past is "in doubt": its
+            holder stopped without recording an outcome.
     """
 
     won: bool
     outcome: CallOutcome | None = None
+    owner: str | None = None
+    lease_until: datetime | None = None
+
+    def lease_expired(self, now: datetime | None = None) -> bool:
+        """Whether a lost claim's holder stopped renewing its lease (``False`` without a
+        lease)."""
+        if self.lease_until is None:
+            return False
+        return self.lease_until <= (now or _utcnow())
 
 
 @runtime_checkable
@@ -135,6 +150,20 @@ class OutcomeStore(Protocol):
 
     async def get(self, key: str) -> CallOutcome | None:
         """The outcome recorded for ``key``, or ``None`` (unclaimed, or no outcome yet)."""
+        ...
+
+
+@runtime_checkable
+class LeasedOutcomeStore(OutcomeStore, Protocol):
+    """An :class:`OutcomeStore` whose claims carry an owner and a lease (an extension).
+
+    Its :meth:`claim` fills :attr:`Claim.owner` and :attr:`Claim.lease_until`; the holder
+    renews the lease while its tool runs. :meth:`take_over` lets an idempotent tool run a
+    call again whose holder stopped (lease expired, no outcome).
+    """
+
+    async def take_over(self, key: str, *, expires_at: datetime) -> Claim:
+        """Take ``key`` if its lease expired with no outcome recorded (else as ``claim``)."""
         ...
 
 

@@ -1,0 +1,35 @@
+"""Durable turns: outcomes, a journal and restore on SQLite (standard library only).
+
+A turn recorded in a :class:`Journal` as it happens can be restored and finished in
+another process after a crash; an :class:`SQLiteOutcomeStore` makes sure no tool of it
+runs twice. See the documentation page "Durable turns" (``docs/durable-turns.md``).
+
+- :class:`SQLiteOutcomeStore`: claims with an owner and a lease, and outcomes, in SQLite.
+- :class:`Journal`, :class:`JournalRecord`: the journal protocol; :class:`SQLiteJournal`.
+- :class:`DurableTurn`: one turn recorded as it happens, its tools claimed first.
+- :func:`restore`, :class:`RestoredTurn`, :func:`resume_turn`: rebuild and finish a turn;
+  :func:`apply_events` replays a record's stream events into any event sink.
+- :class:`DurableError`: a store or journal could not be read or written.
+"""
+
+from __future__ import annotations
+
+from ._journal import DurableTurn, Journal, JournalRecord
+from ._restore import RestoredTurn, apply_events, restore, resume_turn
+from ._sqlite import DurableError, sqlite_path
+from ._sqlite_journal import SQLiteJournal
+from ._sqlite_store import SQLiteOutcomeStore
+
+__all__ = [
+    "DurableError",
+    "DurableTurn",
+    "Journal",
+    "JournalRecord",
+    "RestoredTurn",
+    "SQLiteJournal",
+    "SQLiteOutcomeStore",
+    "apply_events",
+    "restore",
+    "resume_turn",
+    "sqlite_path",
+]

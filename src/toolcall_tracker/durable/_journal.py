@@ -1,0 +1,269 @@
+"""The journal protocol, and a turn recorded in it (:class:`DurableTurn`).
+
+Theory of operation. A turn's journal is its input, in order, keyed by a turn id:
+
+==============  ==========================================================================
+record kind     data (JSON)
+==============  ==========================================================================
+``limits``      the first record: ``{"limits": {...}}``, the turn's
+                :class:`~toolcall_tracker.Limits`
+``events``      stream events, as read from the machine's change feed: ``["s", id,
+                name]`` start, ``["d", id, text]`` delta, ``["r", id]`` ready, ``["R",
+                id, result]`` result, ``["E", id, error]`` error, ``["e", ok, reason]`` end
+``claim``       ``{"id", "tool"}``: the call is being claimed (committed before the
+                store is asked, so a store claim always has its record); its tool
+                starts only after both
+``outcome``     ``{"id", "kind", "result" | "failure"}``: how a claimed call's tool ended
+``runner``      ``{"id", "from", "to", "event"}``: a transition in the runner's table, from
+                its listener hook (approvals and denials among them)
+==============  ==========================================================================
+
+Results and errors are written under the library's one output rule (NaN as ``null``, lone
+surrogates in strings as U+FFFD); ids, names and argument text are kept exactly (lone
+surrogates as ``\\uXXXX`` escapes). Failures come back as their class, by their ``kind``.
+
+Durability. Stream events are appended from inside the machine's ``apply`` (the feed is
+synchronous), so the stream never waits for the disk: a journal commits them from its
+writer thread, either each at once or batched every N ms (its durability level). Claims
+and outcomes are different: :class:`DurableTurn`'s start guard appends the claim and
+*awaits the commit* of everything appended so far before the tool starts, and awaits the
+outcome's commit after the tool ended. A journal that failed once raises
+:class:`DurableError` from every later ``append``: the machine re-raises it from the
+``apply`` that caused it, and no claim commits, so no tool starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta, timezone
+from types import TracebackType
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from .._jsonout import _jsonable
+from ..calls import Status, ToolCall
+from ..changes import ChangeListener
+from ..errors import CallFailure
+from ..events import End
+from ..runner import (
+    CallOutcome,
+    GuardOutcome,
+    OutcomeStore,
+    RunControl,
+    RunnerEvent,
+    RunnerListener,
+    RunnerState,
+    StoreGuard,
+    ToolRunner,
+)
+from ..tracker import ToolCallTracker
+from ._sqlite import DurableError
+
+__all__ = ["DurableTurn", "Journal", "JournalRecord"]
+
+DEFAULT_KEY_TTL = timedelta(days=30)
+
+
+class JournalRecord(NamedTuple):
+    """One record of a turn's journal: its position, kind and JSON data."""
+
+    seq: int
+    kind: str
+    data: Any
+
+
+@runtime_checkable
+class Journal(Protocol):
+    """Where turns are recorded, in order, by turn id (SQLite here; Redis or Postgres can
+    implement the same four calls).
+
+    ``append_event`` and ``append`` only queue (they are called from the machine's feed,
+    on the event loop, and must not block); ``commit`` returns once everything queued
+    before it is durable. After a failed write, every call raises :class:`DurableError`.
+    """
+
+    def append_event(self, turn_id: str, item: list[Any]) -> None:
+        """Queue one stream event (committed per the journal's durability level)."""
+        ...
+
+    def append(self, turn_id: str, kind: str, data: Any) -> None:
+        """Queue one record of ``kind`` (committed by the next :meth:`commit`)."""
+        ...
+
+    async def commit(self) -> None:
+        """Return once every record queued before this call is durable."""
+        ...
+
+    async def read(self, turn_id: str, after: int = 0) -> list[JournalRecord]:
+        """The committed records of ``turn_id`` after position ``after``, in order
+        (stream events come as ``events`` records holding a list of events)."""
+        ...
+
+
+class _Recorder(ChangeListener):
+    """The change-feed listener that appends a turn's stream events to its journal."""
+
+    __slots__ = ("_append", "_machine", "_turn")
+
+    def __init__(self, journal: Journal, turn_id: str, tracker: ToolCallTracker) -> None:
+        self._append = journal.append_event
+        self._turn = turn_id
+        self._machine = tracker.machine
+
+    def call_changed(self, call_id: str, before: Status | None, after: Status) -> None:
+        if before is None:
+            call = self._machine.get(call_id)
+            self._append(self._turn, ["s", call_id, call.name if call else ""])
+        elif after is Status.RUNNING:
+            self._append(self._turn, ["r", call_id])
+        else:
+            call = self._machine.get(call_id)
+            if call is None:  # pragma: no cover (the feed reports before forgetting)
+                return
+            if after is Status.DONE:
+                self._append(self._turn, ["R", call_id, _jsonable(call.result)])
+            else:
+                self._append(self._turn, ["E", call_id, _jsonable(call.error)])
+
+    def args_appended(self, call_id: str, text: str) -> None:
+        self._append(self._turn, ["d", call_id, text])
+
+    def turn_ended(self, end: End) -> None:
+        self._append(self._turn, ["e", end.ok, end.reason])
+
+
+class _RunnerRecorder(RunnerListener):
+    """The runner-hook listener that journals every transition of the runner's table
+    (committed with the next claim, so an approval is durable before its tool starts),
+    then tells the application's own listener, if any."""
+
+    __slots__ = ("_journal", "_next", "_turn")
+
+    def __init__(self, journal: Journal, turn_id: str, then: RunnerListener | None) -> None:
+        self._journal = journal
+        self._turn = turn_id
+        self._next = then
+
+    def transition(
+        self, call_id: str, before: RunnerState, after: RunnerState, event: RunnerEvent
+    ) -> None:
+        data = {"id": call_id, "from": before.value, "to": after.value, "event": event.value}
+        self._journal.append(self._turn, "runner", data)
+        if self._next is not None:
+            self._next.transition(call_id, before, after, event)
+
+
+class _JournalGuard:
+    """The start guard of a durable turn: claim in the journal, then in the store (both
+    committed) before the tool starts; record the outcome in both after it ended."""
+
+    __slots__ = ("_journal", "_store", "_turn")
+
+    def __init__(self, journal: Journal, turn_id: str, store: StoreGuard) -> None:
+        self._journal = journal
+        self._turn = turn_id
+        self._store = store
+
+    async def claim(self, call: ToolCall) -> GuardOutcome | None:
+        # The claim is journaled (with the stream so far) before the store is asked, so
+        # every claim in the store has its record: a restore knows which calls may have
+        # run. A journal that cannot commit raises here: the tool does not start.
+        self._journal.append(self._turn, "claim", {"id": call.id, "tool": call.name})
+        await self._journal.commit()
+        return await self._store.claim(call)  # a GuardOutcome: finished elsewhere
+
+    async def record(self, call: ToolCall, result: Any, failure: CallFailure | None) -> None:
+        try:
+            await self._store.record(call, result, failure)
+        finally:
+            data = CallOutcome.of(result, failure).model_dump(mode="json")
+            self._journal.append(self._turn, "outcome", {"id": call.id, **data})
+            await self._journal.commit()
+
+
+class DurableTurn:
+    """One turn recorded in a journal as it happens; its tools claimed in a store.
+
+    Use it as an async context manager around the turn: entering writes the turn's
+    ``Limits`` (a new turn) and subscribes to the tracker's change feed; :meth:`run` runs
+    the runner with the start guard that claims each call before its tool starts; leaving
+    commits what is left and unsubscribes::
+
+        async with DurableTurn(journal, "turn-1", tracker, store=store) as turn:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stream_into, tracker)
+                calls = await turn.run(runner, control=control)
+
+    Args:
+        journal: where the turn is recorded.
+        turn_id: the turn's key in the journal (new: refused if already recorded).
+        tracker: the turn's tracker (new and empty).
+        store: where each call is claimed (keys ``"<turn id>:<call id>"``).
+        key_ttl: how long the store keeps the keys: restore the turn within it.
+        restored: internal (``True`` for a turn rebuilt by
+            :func:`~toolcall_tracker.durable.restore`: its ``Limits`` are recorded).
+    """
+
+    def __init__(
+        self,
+        journal: Journal,
+        turn_id: str,
+        tracker: ToolCallTracker,
+        *,
+        store: OutcomeStore,
+        key_ttl: timedelta = DEFAULT_KEY_TTL,
+        restored: bool = False,
+    ) -> None:
+        if not turn_id:
+            raise ValueError("turn_id must be a non-empty string")
+        self.journal = journal
+        self.turn_id = turn_id
+        self.tracker = tracker
+        self.store = store
+        self._expires_at = datetime.now(timezone.utc) + key_ttl
+        self._restored = restored
+        self._recorder = _Recorder(journal, turn_id, tracker)
+
+    async def __aenter__(self) -> DurableTurn:
+        if not self._restored:
+            if await self.journal.read(self.turn_id):
+                raise DurableError(
+                    f"turn {self.turn_id!r} is already in the journal: use a new turn id, "
+                    "or restore() it to finish it"
+                )
+            head = {"limits": dataclasses.asdict(self.tracker.machine.limits)}
+            self.journal.append(self.turn_id, "limits", head)
+            await self.journal.commit()
+        self.tracker.subscribe(self._recorder, fragments=True)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.tracker.unsubscribe(self._recorder)
+        if exc is None:
+            await self.journal.commit()
+
+    def guard(self, runner: ToolRunner) -> _JournalGuard:
+        """The start guard for ``runner`` on this turn (``runner.run(start_guard=...)``)."""
+        idempotent = frozenset(name for name, spec in runner.tools.items() if spec.idempotent)
+        store = StoreGuard(self.store, self.turn_id, self._expires_at, idempotent)
+        return _JournalGuard(self.journal, self.turn_id, store)
+
+    async def run(
+        self,
+        runner: ToolRunner,
+        *,
+        control: RunControl | None = None,
+        listener: RunnerListener | None = None,
+    ) -> list[ToolCall]:
+        """``runner.run(tracker, control=control)`` with this turn's start guard, and a
+        runner listener journaling every transition (then telling ``listener``)."""
+        return await runner.run(
+            self.tracker,
+            control=control,
+            listener=_RunnerRecorder(self.journal, self.turn_id, listener),
+            start_guard=self.guard(runner),
+        )

@@ -1,0 +1,266 @@
+"""An :class:`~toolcall_tracker.runner.OutcomeStore` on one SQLite file, with leases.
+
+Theory of operation. One row per key: its owner, the owner's lease (a wall-clock
+deadline), the key's expiry and the outcome (JSON, ``NULL`` until recorded).
+
+- ``claim`` inserts the row in one ``BEGIN IMMEDIATE`` transaction; a duplicate key means
+  somebody holds it, and the row says who, until when, and the outcome so far. While the
+  tool runs, the store's lease keeper (one daemon thread per store) pushes the lease of
+  every key it holds forward, every third of the lease. A process that dies stops
+  renewing: its leases run out.
+- A lost claim whose holder's lease is live and that has no outcome yet waits, bounded by
+  ``wait``, polling for the outcome: a retried resume gets the real outcome of a call
+  that is still running elsewhere. A lease that ran out with no outcome is *in doubt*:
+  the runner never runs it again, except for a tool declared ``idempotent=True``, which
+  may :meth:`SQLiteOutcomeStore.take_over` the key.
+- ``record`` writes the outcome and ends the lease.
+
+Keys are deleted once expired (the caller's ``expires_at``: the end of whatever can name
+them), never for lack of room. Every statement runs on a worker thread: the event loop
+never waits for SQLite, on asyncio and on trio.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Final
+
+import anyio
+import anyio.to_thread
+
+from ..runner import CallOutcome, Claim
+from ._sqlite import Database, transaction
+
+__all__ = ["SQLiteOutcomeStore"]
+
+logger: Final = logging.getLogger("toolcall_tracker.durable")
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS toolcall_outcomes (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    lease_until REAL NOT NULL,
+    expires_at REAL NOT NULL,
+    outcome TEXT
+);
+CREATE INDEX IF NOT EXISTS toolcall_outcomes_expiry ON toolcall_outcomes (expires_at);
+"""
+_DAY: Final = 86400.0
+_Row = tuple[str, float, "str | None"]
+
+
+class SQLiteOutcomeStore:
+    """Claims and outcomes of tool calls in one SQLite file, shared by processes.
+
+    A :class:`~toolcall_tracker.runner.LeasedOutcomeStore`: pass it as
+    ``ToolRunner(outcome_store=...)`` or to a :class:`~toolcall_tracker.durable.DurableTurn`.
+    Close it to stop its lease keeper: ``async with`` (or :meth:`aclose`) from async
+    code, ``with`` (or :meth:`close`) otherwise. Opening it sets up the file at once.
+
+    Args:
+        location: the file (a path, ``sqlite:///relative.db`` or
+            ``sqlite:////absolute.db``); created if missing. It may be the journal's file.
+        owner: this store's name in the claims it wins (default: host, pid and a random
+            part).
+        lease: seconds a claim stays live without renewal (renewed every third of it while
+            its tool runs). A process that died leaves its calls in doubt this long after.
+        wait: the most seconds a lost claim waits for a live holder's outcome (default:
+            twice the lease); then the call is reported in doubt.
+        poll: seconds between two looks while waiting.
+        busy_timeout: seconds a statement waits for another writer's lock before failing
+            (then the claim fails and its tool does not start).
+        synchronous: SQLite's ``synchronous`` setting (``"FULL"``: a commit survives a
+            power loss; ``"NORMAL"`` survives a process crash).
+        clock: the wall-clock time in seconds (``time.time``; shared by every process using
+            the file, so a real clock in production); for tests.
+
+    Raises:
+        DurableError: the file cannot be opened or set up.
+    """
+
+    def __init__(
+        self,
+        location: str | os.PathLike[str],
+        *,
+        owner: str | None = None,
+        lease: float = 30.0,
+        wait: float | None = None,
+        poll: float = 0.05,
+        busy_timeout: float = 5.0,
+        synchronous: str = "FULL",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        for label, value in (("lease", lease), ("poll", poll)):
+            if not value > 0:
+                raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
+        if wait is not None and not wait >= 0:
+            raise ValueError(f"wait must be >= 0 seconds, not {wait!r}")
+        self._db = Database(location, busy_timeout=busy_timeout, synchronous=synchronous)
+        self._db.script("creating the outcome table", _SCHEMA)
+        self.owner = owner or f"{os.uname().nodename}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._clock = clock
+        self._lease = lease
+        self._wait = 2 * lease if wait is None else wait
+        self._poll = poll
+        self._held: set[str] = set()  # keys won here and not recorded: their leases renewed
+        self._held_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._keeper: threading.Thread | None = None
+
+    @property
+    def path(self) -> str:
+        """The SQLite file."""
+        return self._db.path
+
+    # -- the protocol ------------------------------------------------------------------
+
+    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
+        """Take ``key`` until ``expires_at``; if somebody holds it with a live lease and
+        no outcome, wait (at most ``wait`` seconds) for its outcome."""
+        claim = await self._db.call("claiming a call", lambda c: self._claim(c, key, expires_at))
+        deadline = anyio.current_time() + self._wait
+        while not claim.won and claim.outcome is None and not claim.lease_expired(self._now()):
+            if anyio.current_time() >= deadline:
+                break
+            await anyio.sleep(self._poll)
+            claim = await self._db.call("reading a claim", lambda c: self._read(c, key))
+        return claim
+
+    async def take_over(self, key: str, *, expires_at: datetime) -> Claim:
+        """Take ``key`` if its lease ran out with no outcome (for an idempotent tool whose
+        earlier run is in doubt); else report it as :meth:`claim` does, without waiting."""
+
+        def go(conn: sqlite3.Connection) -> Claim:
+            now = self._clock()
+            cur = conn.execute(
+                "UPDATE toolcall_outcomes SET owner = ?, lease_until = ? "
+                "WHERE key = ? AND outcome IS NULL AND lease_until <= ?",
+                (self.owner, now + self._lease, key, now),
+            )
+            if cur.rowcount == 1:
+                self._hold(key)
+                return Claim(won=True, owner=self.owner, lease_until=_utc(now + self._lease))
+            return self._read(conn, key)
+
+        return await self._db.call("taking over a call", go)
+
+    async def record(self, key: str, outcome: CallOutcome) -> None:
+        """Store the outcome of ``key`` and end its lease."""
+        text = outcome.model_dump_json()
+
+        def go(conn: sqlite3.Connection) -> None:
+            cur = conn.execute(
+                "UPDATE toolcall_outcomes SET outcome = ?, lease_until = 0 WHERE key = ?",
+                (text, key),
+            )
+            if cur.rowcount == 0:  # never claimed here (or expired): keep it a day
+                conn.execute(
+                    "INSERT OR REPLACE INTO toolcall_outcomes VALUES (?, ?, 0, ?, ?)",
+                    (key, self.owner, self._clock() + _DAY, text),
+                )
+
+        try:
+            await self._db.call("recording an outcome", go)
+        finally:
+            with self._held_lock:
+                self._held.discard(key)
+
+    async def get(self, key: str) -> CallOutcome | None:
+        """The outcome recorded for ``key``, or ``None``."""
+        return (await self._db.call("reading an outcome", lambda c: self._read(c, key))).outcome
+
+    def close(self) -> None:
+        """Stop renewing leases and close the file (held claims then run out)."""
+        self._stop.set()
+        keeper = self._keeper
+        if keeper is not None:
+            keeper.join()
+        self._db.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close` on a worker thread (the event loop does not wait for the file)."""
+        await anyio.to_thread.run_sync(self.close)
+
+    def __enter__(self) -> SQLiteOutcomeStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> SQLiteOutcomeStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _now(self) -> datetime:
+        return _utc(self._clock())
+
+    # -- on the worker thread -----------------------------------------------------------
+
+    def _claim(self, conn: sqlite3.Connection, key: str, expires_at: datetime) -> Claim:
+        def body(conn: sqlite3.Connection) -> bool:
+            now = self._clock()
+            conn.execute("DELETE FROM toolcall_outcomes WHERE expires_at <= ?", (now,))
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO toolcall_outcomes VALUES (?, ?, ?, ?, NULL)",
+                (key, self.owner, now + self._lease, expires_at.timestamp()),
+            )
+            return cur.rowcount == 1
+
+        if transaction(conn, body):
+            self._hold(key)
+            return Claim(won=True, owner=self.owner, lease_until=_utc(self._clock() + self._lease))
+        return self._read(conn, key)
+
+    def _read(self, conn: sqlite3.Connection, key: str) -> Claim:
+        row: _Row | None = conn.execute(
+            "SELECT owner, lease_until, outcome FROM toolcall_outcomes WHERE key = ?", (key,)
+        ).fetchone()
+        if row is None:  # expired meanwhile: nobody can name it any more
+            return Claim(won=False)
+        owner, lease_until, text = row
+        outcome = None if text is None else CallOutcome.model_validate(json.loads(text))
+        return Claim(won=False, outcome=outcome, owner=owner, lease_until=_utc(lease_until))
+
+    def _hold(self, key: str) -> None:
+        with self._held_lock:
+            self._held.add(key)
+            if self._keeper is None and not self._stop.is_set():
+                self._keeper = threading.Thread(
+                    target=self._keep, name="toolcall-tracker lease keeper", daemon=True
+                )
+                self._keeper.start()
+
+    def _keep(self) -> None:
+        """The lease keeper: renew every held key's lease, every third of the lease."""
+        while not self._stop.wait(self._lease / 3):
+            with self._held_lock:
+                held = list(self._held)
+            if not held:
+                continue
+            try:
+                self._db.run("renewing leases", functools.partial(self._renew, held=held))
+            except Exception as exc:  # the next round tries again; the claims may run out
+                logger.warning("%s", exc)
+
+    def _renew(self, conn: sqlite3.Connection, *, held: list[str]) -> None:
+        until = self._clock() + self._lease
+        conn.executemany(
+            "UPDATE toolcall_outcomes SET lease_until = ? "
+            "WHERE key = ? AND owner = ? AND outcome IS NULL",
+            [(until, key, self.owner) for key in held],
+        )
+
+
+def _utc(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(timestamp, timezone.utc)
