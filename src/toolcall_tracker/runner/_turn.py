@@ -86,6 +86,7 @@ class Turn(ChangeListener):
         self._deadline_seconds = deadline
         self._idle: anyio.Event | None = None
         self._gate: End | None = None  # the turn's end, once every call was told
+        self._token: Any = None  # the event loop's, for wake-ups from other threads
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope: anyio.CancelScope | None = None
         tracing = policy.tracing
@@ -94,7 +95,7 @@ class Turn(ChangeListener):
     # -- the run ------------------------------------------------------------------------
 
     async def go(self) -> None:
-        tracker, link, capacity = self.tracker, self.link, self.policy.capacity
+        tracker, link = self.tracker, self.link
         calls = tracker.ready_calls()
         now = anyio.current_time()
         timeout = self.policy.options.timeout
@@ -107,7 +108,7 @@ class Turn(ChangeListener):
         tracker.subscribe(self)
         if self._otel is not None:
             tracker.subscribe(self._otel)
-        capacity.subscribe(self, anyio.lowlevel.current_token().native_token, self._dispatch)
+        self._token = anyio.lowlevel.current_token().native_token
         try:
             with anyio.CancelScope(deadline=min(self._timeout_at, self._deadline_at)) as scope:
                 self._scope = scope
@@ -139,7 +140,7 @@ class Turn(ChangeListener):
             raise
         finally:
             self._tg = None
-            capacity.unsubscribe(self)
+            self._slots.listen(False, None, self._dispatch)
             tracker.unsubscribe(self)
             if self._otel is not None:
                 tracker.unsubscribe(self._otel)
@@ -344,11 +345,8 @@ class Turn(ChangeListener):
         )
 
     def _step_doubt(self, item: Entry, event: RunnerEvent, targets: Any, outcome: Any) -> None:
-        logger.warning(
-            "call %r: its tool ran, but the store could not record the outcome: "
-            "in doubt (never run it again)",
-            item.call.id,
-        )
+        message = "call %r: its tool ran; the store could not record it: in doubt (never rerun)"
+        logger.warning(message, item.call.id)
         self._step_finish(item, event, targets, outcome)
 
     def _step_fail(self, item: Entry, event: RunnerEvent, targets: Any, failure: Any) -> None:
@@ -390,19 +388,21 @@ class Turn(ChangeListener):
 
     def _dispatch(self) -> None:
         """Give free slots to the oldest queued calls whose tool may start (ready order
-        among the calls of one tool, always)."""
-        scope = self._scope
+        among the calls of one tool, always). While queued calls wait, the turn listens
+        for capacity another turn's tool (or an abandoned thread) gives back."""
+        scope, slots = self._scope, self._slots
         while self._tg is not None and scope is not None and not scope.cancel_called:
-            granted = self._slots.grant()
+            granted = slots.grant()
             if granted is None:
-                return  # no slot, or every queued call's tool is at its cap
+                break  # no slot, or every queued call's tool is at its cap
             tool, call_id = granted
             item = self._table.get(call_id)
             if item is None or item.state is not S.WAITING_SLOT:
-                self._slots.give_back(tool)  # it left the queue meanwhile (cancelled...)
+                slots.give_back(tool)  # it left the queue meanwhile (cancelled...)
                 continue
             item.slot = True
             self.fire(item, E.SLOT_GRANTED)
+        slots.listen(self._tg is not None, self._token, self._dispatch)
 
     def _release(self, item: Entry) -> None:
         """Give back a call's slot (its tool has really stopped)."""
