@@ -35,12 +35,12 @@ from ._approval import ApprovalDesk, Resumed
 from ._calls import CallTable
 from ._guard import StartGuard
 from ._invoke import describe
-from ._pending import PendingApproval, PendingApprovals
+from ._pending import PendingApproval
 from ._policy import RunPolicy
 from ._ports import Link
 from ._slots import TurnSlots
 from ._start import Entry, run_tool
-from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState
+from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState, Step
 
 if TYPE_CHECKING:
     from ._otel import TurnSpans
@@ -87,6 +87,7 @@ class Turn(ChangeListener):
         self._idle: anyio.Event | None = None
         self._gate: End | None = None  # the turn's end, once every call was told
         self._token: Any = None  # the event loop's, for wake-ups from other threads
+        self._steps = {step: getattr(self, "_step_" + step.name.lower()) for step in Step}
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope: anyio.CancelScope | None = None
         tracing = policy.tracing
@@ -161,6 +162,11 @@ class Turn(ChangeListener):
             await self._idle.wait()
         self._idle = None
 
+    def _expired_now(self) -> bool:
+        return (ends := min(self._timeout_at, self._deadline_at)) < math.inf and (
+            anyio.current_time() >= ends
+        )
+
     def _unsettled(self) -> bool:
         """Whether a call still waits for something the turn must see through: a predicate,
         a slot (held elsewhere: another turn's abandoned thread), an in-process decision."""
@@ -184,7 +190,7 @@ class Turn(ChangeListener):
         if cell is None:
             return False
         step, targets = cell
-        getattr(self, "_step_" + step.name.lower())(item, event, targets, payload)
+        self._steps[step](item, event, targets, payload)
         return True
 
     def _move(
@@ -210,7 +216,7 @@ class Turn(ChangeListener):
         if self.tracker.status(call.id) is not _RUNNING:
             self.fire(item, E.FINISHED_ELSEWHERE)
             return
-        if anyio.current_time() >= min(self._timeout_at, self._deadline_at):
+        if self._expired_now():
             self.fire(item, E.DEADLINE, self._timed_out(call, False))
             return
         admitted = admit(self.policy.tools, call)
@@ -320,7 +326,7 @@ class Turn(ChangeListener):
         scope = self._scope
         if scope is None or scope.cancel_called or not item.slot or item.spec is None:
             return outcomes.cancelled(call, False, "the tool runner was stopping")
-        if anyio.current_time() >= min(self._timeout_at, self._deadline_at):
+        if self._expired_now():
             return self._timed_out(call, False)
         return None
 
@@ -436,15 +442,10 @@ class Turn(ChangeListener):
     def awaiting(self) -> list[PendingApproval]:
         return self._desk.awaiting()
 
-    def pending(self) -> PendingApprovals | None:
-        return self._desk.pending()
-
     def sizes(self) -> dict[str, int]:
         """The sizes of the turn's own tables (for tests of the memory bound)."""
         sizes = (len(self._table), len(self._slots.queue), len(self._desk))
         return dict(zip(("calls", "queue", "requests"), sizes, strict=True))
-
-    # -- arrivals -----------------------------------------------------------------------
 
     def _ready(self, call: ToolCall) -> None:
         if self.tracker.status(call.id) is not _RUNNING or self._table.get(call.id) is not None:
@@ -453,11 +454,9 @@ class Turn(ChangeListener):
 
     def _turn_ended(self) -> None:
         end = self._gate = self.tracker.end
-        if end is None:
-            return
-        event = E.TURN_OK if end.ok else E.TURN_NOT_OK
-        for item in self._table.items():
-            self.fire(item, event)
+        if end is not None:
+            for item in self._table.items():
+                self.fire(item, E.TURN_OK if end.ok else E.TURN_NOT_OK)
 
     # -- outcomes -----------------------------------------------------------------------
 
@@ -491,7 +490,7 @@ class Turn(ChangeListener):
 
     def stopped_because(self, item: Entry) -> tuple[RunnerEvent, CallFailure]:
         """Why a call's task was cancelled by its run: the deadline, or a cancellation."""
-        if anyio.current_time() >= min(self._timeout_at, self._deadline_at):
+        if self._expired_now():
             return E.DEADLINE, self._timed_out(item.call, item.tool_started)
         return E.CANCEL, outcomes.cancelled(
             item.call, item.tool_started, "the tool runner was cancelled"
