@@ -263,7 +263,7 @@ def test_max_threads_has_one_default_and_must_be_positive() -> None:
 
 
 async def test_unread_approval_requests_are_dropped_once_decided(anyio_backend: str) -> None:
-    def act(n: int) -> int:
+    async def act(n: int) -> int:  # async: wait_all_tasks_blocked sees it finish
         return n
 
     control, tracker = RunControl(), ToolCallTracker()

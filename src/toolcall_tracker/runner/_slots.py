@@ -146,7 +146,7 @@ def call_soon(native_token: Any, function: Callable[[], None]) -> None:
 class TurnSlots:
     """A turn's slots: its queue, its own ``max_concurrency``, its runner's capacity."""
 
-    __slots__ = ("_cap", "_capacity", "_free", "_sync", "queue")
+    __slots__ = ("_cap", "_capacity", "_free", "_listening", "_sync", "queue")
 
     def __init__(
         self,
@@ -160,6 +160,7 @@ class TurnSlots:
         self._free = max_concurrency
         self._cap = cap
         self._sync = sync
+        self._listening = False
 
     def _may_take(self, tool: str) -> bool:
         return self._capacity.can_take(tool, self._cap(tool), self._sync(tool))
@@ -180,6 +181,17 @@ class TurnSlots:
             return None
         self._free -= 1
         return tool, call_id
+
+    def listen(self, live: bool, token: Any, wake: Callable[[], None]) -> None:
+        """While ``live`` and calls are queued, have capacity given back anywhere in the
+        runner call ``wake`` on the loop of ``token`` (no wake-ups when nobody waits)."""
+        waiting = live and bool(self.queue)
+        if waiting is not self._listening:
+            self._listening = waiting
+            if waiting:
+                self._capacity.subscribe(self, token, wake)
+            else:
+                self._capacity.unsubscribe(self)
 
     def give_back(self, tool: str, *, runner_wide: bool = True) -> None:
         """A granted call's tool stopped (``runner_wide=False``: its thread gave the

@@ -84,6 +84,8 @@ class RunnerState(str, Enum):
     IN_DOUBT = "in_doubt"
     """Its tool ran, but recording the outcome in the store failed: never run it again."""
 
+    __hash__ = str.__hash__  # equal to its value, so hashed as its value (and in C)
+
     def __str__(self) -> str:
         return self.value
 
@@ -121,6 +123,8 @@ class RunnerEvent(str, Enum):
     """Other code (an adapter, the application) ended the call in the tracker."""
     TOOL_STOPPED = "tool_stopped"
     """An abandoned tool really stopped (its thread ended)."""
+
+    __hash__ = str.__hash__  # equal to its value, so hashed as its value (and in C)
 
     def __str__(self) -> str:
         return self.value

@@ -35,12 +35,12 @@ from ._approval import ApprovalDesk, Resumed
 from ._calls import CallTable
 from ._guard import StartGuard
 from ._invoke import describe
-from ._pending import PendingApproval, PendingApprovals
+from ._pending import PendingApproval
 from ._policy import RunPolicy
 from ._ports import Link
 from ._slots import TurnSlots
 from ._start import Entry, run_tool
-from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState
+from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState, Step
 
 if TYPE_CHECKING:
     from ._otel import TurnSpans
@@ -86,6 +86,8 @@ class Turn(ChangeListener):
         self._deadline_seconds = deadline
         self._idle: anyio.Event | None = None
         self._gate: End | None = None  # the turn's end, once every call was told
+        self._token: Any = None  # the event loop's, for wake-ups from other threads
+        self._steps = {step: getattr(self, "_step_" + step.name.lower()) for step in Step}
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope: anyio.CancelScope | None = None
         tracing = policy.tracing
@@ -94,7 +96,7 @@ class Turn(ChangeListener):
     # -- the run ------------------------------------------------------------------------
 
     async def go(self) -> None:
-        tracker, link, capacity = self.tracker, self.link, self.policy.capacity
+        tracker, link = self.tracker, self.link
         calls = tracker.ready_calls()
         now = anyio.current_time()
         timeout = self.policy.options.timeout
@@ -107,7 +109,7 @@ class Turn(ChangeListener):
         tracker.subscribe(self)
         if self._otel is not None:
             tracker.subscribe(self._otel)
-        capacity.subscribe(self, anyio.lowlevel.current_token().native_token, self._dispatch)
+        self._token = anyio.lowlevel.current_token().native_token
         try:
             with anyio.CancelScope(deadline=min(self._timeout_at, self._deadline_at)) as scope:
                 self._scope = scope
@@ -139,7 +141,7 @@ class Turn(ChangeListener):
             raise
         finally:
             self._tg = None
-            capacity.unsubscribe(self)
+            self._slots.listen(False, None, self._dispatch)
             tracker.unsubscribe(self)
             if self._otel is not None:
                 tracker.unsubscribe(self._otel)
@@ -159,6 +161,11 @@ class Turn(ChangeListener):
             self._idle = anyio.Event()
             await self._idle.wait()
         self._idle = None
+
+    def _expired_now(self) -> bool:
+        return (ends := min(self._timeout_at, self._deadline_at)) < math.inf and (
+            anyio.current_time() >= ends
+        )
 
     def _unsettled(self) -> bool:
         """Whether a call still waits for something the turn must see through: a predicate,
@@ -183,7 +190,7 @@ class Turn(ChangeListener):
         if cell is None:
             return False
         step, targets = cell
-        getattr(self, "_step_" + step.name.lower())(item, event, targets, payload)
+        self._steps[step](item, event, targets, payload)
         return True
 
     def _move(
@@ -209,7 +216,7 @@ class Turn(ChangeListener):
         if self.tracker.status(call.id) is not _RUNNING:
             self.fire(item, E.FINISHED_ELSEWHERE)
             return
-        if anyio.current_time() >= min(self._timeout_at, self._deadline_at):
+        if self._expired_now():
             self.fire(item, E.DEADLINE, self._timed_out(call, False))
             return
         admitted = admit(self.policy.tools, call)
@@ -319,7 +326,7 @@ class Turn(ChangeListener):
         scope = self._scope
         if scope is None or scope.cancel_called or not item.slot or item.spec is None:
             return outcomes.cancelled(call, False, "the tool runner was stopping")
-        if anyio.current_time() >= min(self._timeout_at, self._deadline_at):
+        if self._expired_now():
             return self._timed_out(call, False)
         return None
 
@@ -344,11 +351,8 @@ class Turn(ChangeListener):
         )
 
     def _step_doubt(self, item: Entry, event: RunnerEvent, targets: Any, outcome: Any) -> None:
-        logger.warning(
-            "call %r: its tool ran, but the store could not record the outcome: "
-            "in doubt (never run it again)",
-            item.call.id,
-        )
+        message = "call %r: its tool ran; the store could not record it: in doubt (never rerun)"
+        logger.warning(message, item.call.id)
         self._step_finish(item, event, targets, outcome)
 
     def _step_fail(self, item: Entry, event: RunnerEvent, targets: Any, failure: Any) -> None:
@@ -390,19 +394,21 @@ class Turn(ChangeListener):
 
     def _dispatch(self) -> None:
         """Give free slots to the oldest queued calls whose tool may start (ready order
-        among the calls of one tool, always)."""
-        scope = self._scope
+        among the calls of one tool, always). While queued calls wait, the turn listens
+        for capacity another turn's tool (or an abandoned thread) gives back."""
+        scope, slots = self._scope, self._slots
         while self._tg is not None and scope is not None and not scope.cancel_called:
-            granted = self._slots.grant()
+            granted = slots.grant()
             if granted is None:
-                return  # no slot, or every queued call's tool is at its cap
+                break  # no slot, or every queued call's tool is at its cap
             tool, call_id = granted
             item = self._table.get(call_id)
             if item is None or item.state is not S.WAITING_SLOT:
-                self._slots.give_back(tool)  # it left the queue meanwhile (cancelled...)
+                slots.give_back(tool)  # it left the queue meanwhile (cancelled...)
                 continue
             item.slot = True
             self.fire(item, E.SLOT_GRANTED)
+        slots.listen(self._tg is not None, self._token, self._dispatch)
 
     def _release(self, item: Entry) -> None:
         """Give back a call's slot (its tool has really stopped)."""
@@ -436,15 +442,10 @@ class Turn(ChangeListener):
     def awaiting(self) -> list[PendingApproval]:
         return self._desk.awaiting()
 
-    def pending(self) -> PendingApprovals | None:
-        return self._desk.pending()
-
     def sizes(self) -> dict[str, int]:
         """The sizes of the turn's own tables (for tests of the memory bound)."""
         sizes = (len(self._table), len(self._slots.queue), len(self._desk))
         return dict(zip(("calls", "queue", "requests"), sizes, strict=True))
-
-    # -- arrivals -----------------------------------------------------------------------
 
     def _ready(self, call: ToolCall) -> None:
         if self.tracker.status(call.id) is not _RUNNING or self._table.get(call.id) is not None:
@@ -453,11 +454,9 @@ class Turn(ChangeListener):
 
     def _turn_ended(self) -> None:
         end = self._gate = self.tracker.end
-        if end is None:
-            return
-        event = E.TURN_OK if end.ok else E.TURN_NOT_OK
-        for item in self._table.items():
-            self.fire(item, event)
+        if end is not None:
+            for item in self._table.items():
+                self.fire(item, E.TURN_OK if end.ok else E.TURN_NOT_OK)
 
     # -- outcomes -----------------------------------------------------------------------
 
@@ -491,7 +490,7 @@ class Turn(ChangeListener):
 
     def stopped_because(self, item: Entry) -> tuple[RunnerEvent, CallFailure]:
         """Why a call's task was cancelled by its run: the deadline, or a cancellation."""
-        if anyio.current_time() >= min(self._timeout_at, self._deadline_at):
+        if self._expired_now():
             return E.DEADLINE, self._timed_out(item.call, item.tool_started)
         return E.CANCEL, outcomes.cancelled(
             item.call, item.tool_started, "the tool runner was cancelled"
