@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from _runner_helpers import call_events, from_list
-from toolcall_tracker import Limits, Status, ToolCallTracker
+from toolcall_tracker import Limits, Status, ToolCallTracker, tool
 from toolcall_tracker.errors import CallFailure
 from toolcall_tracker.failures import CallTimedOut
 from toolcall_tracker.feedback import (
@@ -161,8 +161,14 @@ async def run_example(plan: list[tuple[str, bool, int]], backend: str) -> None:
     ids = [f"c{n}" for n in range(len(plan))]
     release = threading.Event()
     tracker_box: list[ToolCallTracker] = []
+    # Only the hanging tools get a call timeout: a healthy tool on a loaded machine must
+    # never be timed out by it (the example's own deadline bounds everything).
     tools = {
-        f"t{n}": make_tool(kind, sync, ids[n], ids[target % len(plan)], tracker_box, release)
+        f"t{n}": tool(
+            make_tool(kind, sync, ids[n], ids[target % len(plan)], tracker_box, release),
+            name=f"t{n}",
+            timeout=CALL_TIMEOUT if kind == "hang" else None,
+        )
         for n, (kind, sync, target) in enumerate(plan)
     }
     events: list[Any] = []
@@ -172,7 +178,7 @@ async def run_example(plan: list[tuple[str, bool, int]], backend: str) -> None:
 
     tracker = ToolCallTracker()
     tracker_box.append(tracker)
-    runner = ToolRunner(tools, call_timeout=CALL_TIMEOUT)
+    runner = ToolRunner(list(tools.values()))
     try:
         with anyio.fail_after(EXAMPLE_DEADLINE):
             async with anyio.create_task_group() as tg:
