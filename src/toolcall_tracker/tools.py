@@ -45,11 +45,14 @@ from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar, overload
 from pydantic import BaseModel
 
 from ._signature import _build_arguments, _is_async_callable, _json_schema, _parse_docstring
+from ._toolcontext import ToolContext, ToolRetry
 from .calls import ToolCall
 
 __all__ = [
     "NeedsApproval",
     "Tool",
+    "ToolContext",
+    "ToolRetry",
     "ToolsInput",
     "anthropic_tools",
     "bedrock_tools",
@@ -109,6 +112,7 @@ class Tool(Generic[_P, _R]):
 
     __slots__ = (
         "_arguments",
+        "_context",
         "_description",
         "_eager",
         "_function",
@@ -158,9 +162,10 @@ class Tool(Generic[_P, _R]):
             getattr(function, "__call__", None)  # noqa: B004 (an object with an async-gen __call__)
         )
         self._is_async = self._is_generator or _is_async_callable(function)
-        model, parameters, positional, var_keyword = _build_arguments(
+        model, parameters, positional, var_keyword, context = _build_arguments(
             function, tool_name, param_docs
         )
+        self._context = context
         self._arguments = model
         self._parameters = parameters
         self._positional = positional
@@ -220,6 +225,12 @@ class Tool(Generic[_P, _R]):
         """Whether the tool is an async generator: each value it yields is progress, the
         last one its result (it runs on the event loop)."""
         return self._is_generator
+
+    @property
+    def context_parameter(self) -> str | None:
+        """The name of the parameter annotated ``ToolContext`` (the runner passes the
+        call's :class:`ToolContext` there; it is not in the schema), or ``None``."""
+        return self._context
 
     @property
     def arguments_model(self) -> type[BaseModel]:

@@ -58,8 +58,9 @@ import warnings
 from collections.abc import Iterable
 from datetime import timedelta
 from importlib.util import find_spec
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
+from .._toolcontext import DepsT
 from ..calls import ToolCall
 from ..tools import Tool, ToolsInput, tools_by_name
 from ..tracker import ToolCallTracker
@@ -116,8 +117,12 @@ __all__ = [
 ]
 
 
-class ToolRunner:
+class ToolRunner(Generic[DepsT]):
     """Runs the tool calls of model turns, each the moment its arguments are ready.
+
+    Generic in the type of the dependencies its tools receive through their
+    :class:`~toolcall_tracker.tools.ToolContext` (``ToolRunner[AppDeps](tools)``; ``Any``
+    when not given): ``run(tracker, deps=...)`` passes them.
 
     A runner holds the tools and the limits; it keeps no per-turn state, so one runner can
     serve many turns (even at once). Its tools are built (and their argument models too)
@@ -225,6 +230,7 @@ class ToolRunner:
         control: RunControl | None = None,
         deadline: float | None = None,
         listener: RunnerListener | None = None,
+        deps: DepsT | None = None,
         _guard: StartGuard | None = None,
     ) -> list[ToolCall]:
         """Run every call of ``tracker``'s turn; return when all finished and the turn ended.
@@ -246,6 +252,9 @@ class ToolRunner:
                 contrast, bounds the tools only.
             listener: told every transition of every call in the runner's table (see
                 :class:`RunnerListener`).
+            deps: the application's dependencies for this run (a database session, the
+                current user...), given to every tool that declares a
+                :class:`~toolcall_tracker.tools.ToolContext` parameter, as ``ctx.deps``.
 
         Returns:
             ``tracker.list()``: the snapshots of the calls the tracker retains, in start
@@ -258,7 +267,15 @@ class ToolRunner:
         if deadline is not None and not deadline > 0:
             raise ValueError(f"deadline must be a positive number of seconds, not {deadline!r}")
         link = link_of(control) if control is not None else None
-        turn = Turn(self._policy, tracker, link, deadline=deadline, listener=listener, guard=_guard)
+        turn = Turn(
+            self._policy,
+            tracker,
+            link,
+            deadline=deadline,
+            listener=listener,
+            guard=_guard,
+            deps=deps,
+        )
         await turn.go()
         return tracker.list()
 
@@ -269,6 +286,7 @@ class ToolRunner:
         *,
         control: RunControl | None = None,
         allow_unsigned: bool = False,
+        deps: DepsT | None = None,
     ) -> list[ToolCall]:
         """Resume a turn's pending approvals with decisions (typically in a later request).
 
@@ -291,6 +309,8 @@ class ToolRunner:
             control: the handle for this resume (cancel, progress, what stays pending).
             allow_unsigned: accept a state signed without a secret (plain digests anybody
                 can compute). Only for states that never left your server.
+            deps: the dependencies the resumed tools get through their ``ToolContext``
+                (as in :meth:`run`).
 
         Returns:
             The decided calls, finished (a fresh tracker's ``list()``); combine them with
@@ -302,7 +322,7 @@ class ToolRunner:
         """
         link = link_of(control) if control is not None else None
         calls, left = await _resume(
-            self._policy, self._store, pending, decisions, link, allow_unsigned
+            self._policy, self._store, pending, decisions, link, allow_unsigned, deps
         )
         if link is not None and left is not None:
             link.pending = left
