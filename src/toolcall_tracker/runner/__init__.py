@@ -66,6 +66,7 @@ from ..tools import Tool, ToolsInput, tools_by_name
 from ..tracker import ToolCallTracker
 from ._control import RunControl, link_of
 from ._guard import StartGuard
+from ._loop import LoopState, LoopStep, StopReason, ToolLoop
 from ._pending import (
     DEFAULT_APPROVAL_TTL,
     ApprovalDecision,
@@ -101,6 +102,8 @@ __all__ = [
     "CallOutcome",
     "Claim",
     "InMemoryOutcomeStore",
+    "LoopState",
+    "LoopStep",
     "OutcomeStore",
     "PendingApproval",
     "PendingApprovals",
@@ -109,6 +112,8 @@ __all__ = [
     "RunnerEvent",
     "RunnerListener",
     "RunnerState",
+    "StopReason",
+    "ToolLoop",
     "ToolOptions",
     "ToolRunner",
     "merge_calls",
