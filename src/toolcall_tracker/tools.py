@@ -26,6 +26,11 @@ render one list of tools in each provider's request format::
 
     client.chat.completions.create(..., tools=openai_chat_tools([search, send_mail]))
 
+A parameter annotated ``ToolContext`` (``ToolContext[Deps]``) is left out of the schema:
+the runner passes the call's :class:`ToolContext` there (its id, the run's ``deps``,
+progress, a ``cancelled`` flag). A tool raises :class:`ToolRetry` to tell the model how to
+fix its call.
+
 A tool name is 1 to 64 ASCII letters, digits, ``_`` or ``-``, starting with a letter or
 ``_``: the names OpenAI, Anthropic and Gemini all accept, since one list of tools is
 rendered for each of them. The renderers never raise on a description or a default that
