@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -13,6 +14,7 @@ import pytest
 
 from conftest import DEADLINE
 from toolcall_tracker import Status
+from toolcall_tracker.cli._input import TextReader, read_items
 from toolcall_tracker.runner import LoopState, LoopStep, ToolLoop, ToolRunner
 from toolcall_tracker.tools import Tool, tool
 
@@ -206,3 +208,57 @@ def test_misuse_names_the_fix() -> None:
         ToolLoop(Model(), "openai-chat", runner(), max_steps=0)
     with pytest.raises(ValueError, match="adapter or no result messages"):
         ToolLoop(Model(), "ai-sdk", runner())
+
+
+RECORDED = Path(__file__).resolve().parents[1].parent / "shared" / "real-streams" / "recorded"
+CALCULATOR = [
+    RECORDED / "openai_responses" / f"openai_reasoning_calculator_{n}.sse" for n in (1, 2, 3)
+]
+needs_recordings = pytest.mark.skipif(
+    not all(path.is_file() for path in CALCULATOR), reason=f"{RECORDED} is absent"
+)
+
+
+def recorded_items(path: Path) -> list[Any]:
+    with path.open("rb") as file:
+        _, found = read_items(TextReader(file))
+        return [item.value for item in found]
+
+
+def calculator(a: int, b: int, op: str) -> int:
+    """Calculate (gated: the runner's default)."""
+    ran.append(f"{a} {op} {b}")
+    return {"add": a + b, "multiply": a * b}[op]
+
+
+@needs_recordings
+async def test_a_recorded_three_step_responses_run(anyio_backend: str) -> None:
+    """Three real Responses API steps: each step's call uses the previous result, and each
+    result is fed back as the builder writes it."""
+    model = Model(*(recorded_items(path) for path in CALCULATOR))
+    loop = ToolLoop(model, "openai-responses", ToolRunner([calculator]), max_steps=3)
+    with anyio.fail_after(DEADLINE):
+        steps = [step async for step in loop.steps([{"role": "user", "content": "compute"}])]
+    assert [s.calls[0].result for s in steps] == [19, 57, 570]
+    assert ran == ["12 add 7", "19 multiply 3", "57 multiply 10"]
+    assert loop.state.stopped == "max_steps"
+    outputs = [m for m in loop.state.messages if m.get("type") == "function_call_output"]
+    assert [o["output"] for o in outputs] == ["19", "57", "570"]
+    assert [o["call_id"] for o in outputs] == [s.calls[0].id for s in steps]
+    assert model.seen[2][-1] == outputs[1]  # step 3 was sent step 2's result
+
+
+@needs_recordings
+async def test_a_recorded_step_cut_off_before_its_end_runs_no_gated_tool(
+    anyio_backend: str,
+) -> None:
+    items = recorded_items(CALCULATOR[0])
+    kinds = [item.get("type") for item in items]
+    cut = kinds.index("response.function_call_arguments.done") + 1  # args complete, no end
+    model = Model(items[:cut])
+    with anyio.fail_after(DEADLINE):
+        state = await ToolLoop(model, "openai-responses", ToolRunner([calculator])).run([])
+    assert state.stopped == "cut_off"
+    assert ran == []
+    assert state.calls[0].status is Status.ERROR
+    assert state.calls[0].args == {"a": 12, "b": 7, "op": "add"}  # ready, but gated
