@@ -207,3 +207,21 @@ def _every_builder_sends_the_message(calls: list[Any], message: str) -> None:
         assert json.dumps(message)[1:-1] in text, (fmt, text)
         assert '"kind"' not in text, (fmt, text)
         assert "retry" not in text, (fmt, text)
+
+
+async def test_resumed_tools_get_the_deps_given_to_resume(anyio_backend: str) -> None:
+    @tool(needs_approval=True)
+    def transfer(ctx: ToolContext[Deps], amount: int) -> str:
+        return f"{ctx.deps.user} sent {amount} ({ctx.call_id})"
+
+    runner: ToolRunner[Deps] = ToolRunner([transfer], approval_secret=b"k" * 32)
+    control = RunControl(defer_approvals=True)
+    events = [*call_events("t1", "transfer", {"amount": 5}), {"type": "end"}]
+    with anyio.fail_after(DEADLINE):
+        async with ToolCallTracker() as tracker:
+            first = await run_turn(tracker, from_list(events), runner, control=control)
+        assert first[0].status is Status.RUNNING  # awaiting approval
+        pending = control.pending
+        assert pending is not None
+        resumed = await runner.resume(pending, [pending.approve("t1")], deps=Deps("bob"))
+    assert resumed[0].result == "bob sent 5 (t1)"
