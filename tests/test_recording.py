@@ -16,13 +16,15 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import DEADLINE
 from toolcall_tracker import ToolCallTracker
 from toolcall_tracker.adapters import OpenAIChatAdapter, adapt
 from toolcall_tracker.cli import main
 from toolcall_tracker.cli._input import TextReader, read_items
-from toolcall_tracker.recording import REDACTED, record
+from toolcall_tracker.recording import REDACTED, record, wire_json
 from toolcall_tracker.runner import ToolRunner, run_turn
 from toolcall_tracker.testing import Recording, load_recording, replay_recording
 
@@ -239,3 +241,37 @@ def test_load_recording_names_the_bad_line(tmp_path: Path) -> None:
     bad.write_text("nope\n")
     with pytest.raises(ValueError, match="line 1: not JSON"):
         load_recording(bad)
+
+
+ODD_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(alphabet=st.characters(codec=None), max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    items=st.lists(st.dictionaries(st.text(max_size=5), ODD_VALUES, max_size=4), max_size=20),
+    cap=st.integers(256, 4000),
+)
+def test_any_items_record_within_the_cap_and_read_back(
+    items: list[dict[str, Any]], cap: int, tmp_path: Path
+) -> None:
+    """NaN, infinities, lone surrogates: every item records (by the output rules), the
+    file never passes the cap, and what was written reads back as a prefix."""
+    target = tmp_path / "odd.jsonl"
+    assert list(record(items, target, max_bytes=cap)) == items
+    assert target.stat().st_size <= cap
+    loaded = load_recording(target)
+    wire = [wire_json(item) for item in items]
+    assert loaded.items == wire[: len(loaded.items)]
+    assert loaded.truncated is (len(loaded.items) < len(items))

@@ -23,6 +23,7 @@ as ``null``, lone surrogates as U+FFFD: a recording never fails to write).
 - **Closing.** The file is flushed and closed when the stream ends, raises, or the
   consumer stops early (``break``, a cancellation), and the wrapped stream is closed too
   (``aclose()`` / ``close()``, if it has one). A file object you pass stays open (flushed).
+  A stream without items leaves an empty file.
 
 Writes are small and buffered; on the event loop they are ordinary blocking writes, like
 logging's.
@@ -150,6 +151,7 @@ class _Writer:
 
     __slots__ = (
         "_clock",
+        "_closed",
         "_count",
         "_destination",
         "_file",
@@ -178,6 +180,7 @@ class _Writer:
         self._size = 0
         self._count = 0
         self._full = False
+        self._closed = False
 
     def write(self, item: Any) -> None:
         if self._full:
@@ -214,6 +217,9 @@ class _Writer:
         self._file.write(line)
 
     def close(self) -> None:
+        if self._start is None and not self._closed:  # a stream without items: empty file
+            self._open()
+        self._closed = True
         file, self._file = self._file, None
         if file is None:
             return
