@@ -47,6 +47,12 @@ def test_the_context_parameter_is_not_in_the_schema() -> None:
     with pytest.raises(Exception, match="ctx"):  # the model cannot pass it
         spec.bind({"greeting": "hi", "ctx": 1})
     assert Tool(whoami_async).context_parameter == "context"
+
+    def optional(x: int, ctx: ToolContext[Deps] | None = None) -> int:
+        return x
+
+    assert Tool(optional).context_parameter == "ctx"  # callable directly without one
+    assert Tool(optional).parameters["properties"].keys() == {"x"}
     assert Tool(lambda: 1, name="plain").context_parameter is None
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
@@ -87,10 +88,14 @@ _CONTEXT_TEXT = re.compile(r"(?:\w+\.)*ToolContext\b")
 
 def _is_context(annotation: object) -> bool:
     """Whether a parameter asks for the :class:`ToolContext` (``ToolContext``,
-    ``ToolContext[Deps]``, or such an annotation left as a string)."""
+    ``ToolContext[Deps]``, ``ToolContext | None``, or such an annotation left as a string)."""
     if isinstance(annotation, str):
         return _CONTEXT_TEXT.match(annotation.strip()) is not None
-    return annotation is ToolContext or get_origin(annotation) is ToolContext
+    if annotation is ToolContext or get_origin(annotation) is ToolContext:
+        return True
+    if get_origin(annotation) in (Union, UnionType):  # ``ToolContext | None = None``
+        return any(_is_context(arg) for arg in get_args(annotation) if arg is not type(None))
+    return False
 
 
 def _context_parameter(parameter: inspect.Parameter, name: str, seen: str | None) -> str:
