@@ -115,6 +115,26 @@ def test_the_cap_bounds_the_file_and_ends_it_with_a_truncated_line(
         record(items, target, max_bytes=100)
 
 
+@pytest.mark.skipif(not FILES, reason=f"{RECORDED} is absent")
+def test_replay_ends_a_truncated_recording_not_ok(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = RECORDED / "openai_chat" / "openai_gpt4o_parallel_two_calls.sse"
+    with original.open("rb") as file:
+        items = [item.value for item in read_items(TextReader(file))[1]]
+    target = tmp_path / "capped.jsonl"
+    list(record(items, target, max_bytes=2000))
+    recorded = load_recording(target)
+    assert recorded.truncated
+    document = replay_json(capsys, target)
+    assert document["items"] == len(recorded.items)  # the truncated line is no item
+    assert document["end"] == {"ok": False, "reason": "the recording was truncated at its size cap"}
+    assert document["ignored"] == []
+    assert all(call["status"] == "error" for call in document["calls"])
+    whole = replay_json(capsys, original)
+    assert whole["end"]["ok"] is True
+
+
 def test_a_file_object_is_flushed_and_left_open() -> None:
     out = io.StringIO()
     assert list(record(chunks(), out, clock=ticking(0.5))) == chunks()
