@@ -16,6 +16,7 @@ from _runner_helpers import by_id, call_events, from_list
 from conftest import DEADLINE
 from toolcall_tracker import Status, ToolCallTracker, tool
 from toolcall_tracker._registry import providers
+from toolcall_tracker.adapters import AISDKEncoder
 from toolcall_tracker.failures import CallTimedOut, RetryRequested
 from toolcall_tracker.feedback import error_text, provider_messages
 from toolcall_tracker.runner import ProgressUpdate, RunControl, ToolRunner, run_turn
@@ -231,3 +232,13 @@ async def test_resumed_tools_get_the_deps_given_to_resume(anyio_backend: str) ->
         assert pending is not None
         resumed = await runner.resume(pending, [pending.approve("t1")], deps=Deps("bob"))
     assert resumed[0].result == "bob sent 5 (t1)"
+
+
+def test_the_ai_sdk_encoder_sends_a_retry_as_its_message() -> None:
+    encoder = AISDKEncoder()
+    encoder.start()
+    for event in call_events("c", "t"):
+        encoder.encode(event)
+    failure = RetryRequested(message="use 'Paris'", tool="t")
+    parts = encoder.encode({"type": "error", "id": "c", "error": failure})
+    assert parts == [{"type": "tool-output-error", "toolCallId": "c", "errorText": "use 'Paris'"}]
