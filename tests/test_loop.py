@@ -262,3 +262,21 @@ async def test_a_recorded_step_cut_off_before_its_end_runs_no_gated_tool(
     assert ran == []
     assert state.calls[0].status is Status.ERROR
     assert state.calls[0].args == {"a": 12, "b": 7, "op": "add"}  # ready, but gated
+
+
+async def test_a_state_with_odd_results_still_serialises(anyio_backend: str) -> None:
+    class Opaque:
+        def __str__(self) -> str:
+            return "opaque"
+
+    def odd(city: str) -> Any:
+        return {"value": float("nan"), "object": Opaque(), "text": "\ud800"}
+
+    model = Model(calling(("c1", "odd", {"city": "x"})))
+    with anyio.fail_after(DEADLINE):
+        state = await ToolLoop(
+            model, "openai-chat", ToolRunner([odd], eager=True), max_steps=1
+        ).run(USER)
+    back = LoopState.model_validate_json(state.model_dump_json())
+    assert back.calls[0].result == {"value": None, "object": "opaque", "text": "\ufffd"}
+    assert back.stopped == "max_steps"

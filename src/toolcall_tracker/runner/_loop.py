@@ -30,8 +30,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
+from .._jsonout import _jsonable
 from .._registry import get as _provider
 from ..calls import Status, ToolCall
 from ..events import End
@@ -76,6 +77,12 @@ class LoopState(BaseModel):
     calls: list[ToolCall] = Field(default_factory=list)
     pending: PendingApprovals | None = None
     end: End | None = None
+
+    @field_serializer("messages", "calls", when_used="json")
+    def _as_json(self, value: list[Any]) -> Any:
+        """As plain JSON by the library's output rules: a tool's result JSON cannot hold
+        (an object, NaN, a lone surrogate) never makes the state unserialisable."""
+        return _jsonable(value)
 
 
 @dataclass(frozen=True)
