@@ -29,8 +29,25 @@ def result_text(result: Any) -> str:
 
 def error_text(error: Any) -> str:
     """The default rendering of an error: ``{"error": <the error value as JSON>}``, strict
-    JSON text by the same rules as :func:`result_text`; never raises."""
+    JSON text by the same rules as :func:`result_text`; never raises.
+
+    A ``retry`` failure (the tool raised ``ToolRetry``) is its message as it is: the tool's
+    own words to the model on how to fix the call.
+    """
+    message = retry_message(error)
+    if message is not None:
+        return _plain_text(message)
     return _json_text({"error": error})
+
+
+def retry_message(error: Any) -> str | None:
+    """The message of a ``retry`` failure (a ``RetryRequested`` value, or its JSON form
+    read back from a store), or ``None`` for any other error value."""
+    if isinstance(error, Mapping):
+        kind, message = error.get("kind"), error.get("message")
+    else:
+        kind, message = getattr(error, "kind", None), getattr(error, "message", None)
+    return message if kind == "retry" and isinstance(message, str) else None
 
 
 def _reply(

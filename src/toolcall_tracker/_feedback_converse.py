@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ._feedback_common import TextRenderer, _finished, _input, _reply, error_text, result_text
+from ._feedback_common import (
+    TextRenderer,
+    _finished,
+    _input,
+    _reply,
+    error_text,
+    result_text,
+    retry_message,
+)
 from ._jsonout import _escape_surrogates, _jsonable, _plain_text
 from .calls import Status, ToolCall
 
@@ -163,8 +171,10 @@ def _structured(
     call: ToolCall, render_result: TextRenderer | None, render_error: TextRenderer | None
 ) -> dict[str, Any] | None:
     """The JSON object sent for ``call`` as data, or ``None`` when it is sent as text."""
-    if call.status is Status.ERROR:
-        return None if render_error else {"error": _jsonable(call.error)}
+    if call.status is Status.ERROR:  # a retry's message is sent as text, as it is
+        if render_error or retry_message(call.error) is not None:
+            return None
+        return {"error": _jsonable(call.error)}
     if render_result or isinstance(call.result, str):
         return None
     data = _jsonable(call.result)

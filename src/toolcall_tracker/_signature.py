@@ -10,7 +10,8 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
@@ -18,6 +19,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from ._jsonout import _jsonable, _type_name
+from ._toolcontext import ToolContext
 
 
 def _is_async_callable(function: object) -> bool:
@@ -29,9 +31,10 @@ def _is_async_callable(function: object) -> bool:
 
 def _build_arguments(
     function: Callable[..., Any], name: str, docs: Mapping[str, str]
-) -> tuple[type[BaseModel], tuple[str, ...], int, bool]:
-    """The argument model, the parameter names, how many are positional-only, and whether
-    extra keys are passed through as ``**kwargs``.
+) -> tuple[type[BaseModel], tuple[str, ...], int, bool, str | None]:
+    """The argument model, the parameter names, how many are positional-only, whether
+    extra keys are passed through as ``**kwargs``, and the name of the parameter annotated
+    ``ToolContext`` (left out of the model), if any.
 
     Fields are named ``p0``, ``p1``... with the parameter names as aliases, so a parameter
     called ``schema`` or ``model_config`` cannot clash with pydantic's own attributes.
@@ -46,6 +49,7 @@ def _build_arguments(
     names: list[str] = []
     positional = 0
     var_keyword = False
+    context: str | None = None
     for parameter in signature.parameters.values():
         if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
             continue  # *args cannot be filled from an argument object
@@ -57,6 +61,9 @@ def _build_arguments(
         annotation = (
             Any if parameter.annotation is inspect.Parameter.empty else parameter.annotation
         )
+        if _is_context(annotation):
+            context = _context_parameter(parameter, name, context)
+            continue
         options: dict[str, Any] = {"alias": parameter.name}
         if parameter.name in docs and not _has_description(annotation):
             options["description"] = docs[parameter.name]
@@ -73,7 +80,37 @@ def _build_arguments(
         )
     except Exception as exc:  # pydantic cannot build a schema for an annotation
         raise TypeError(f"cannot build an argument model for tool {name!r}: {exc}") from exc
-    return model, tuple(names), positional, var_keyword
+    return model, tuple(names), positional, var_keyword, context
+
+
+_CONTEXT_TEXT = re.compile(r"(?:\w+\.)*ToolContext\b")
+
+
+def _is_context(annotation: object) -> bool:
+    """Whether a parameter asks for the :class:`ToolContext` (``ToolContext``,
+    ``ToolContext[Deps]``, ``ToolContext | None``, or such an annotation left as a string)."""
+    if isinstance(annotation, str):
+        return _CONTEXT_TEXT.match(annotation.strip()) is not None
+    if annotation is ToolContext or get_origin(annotation) is ToolContext:
+        return True
+    if get_origin(annotation) in (Union, UnionType):  # ``ToolContext | None = None``
+        return any(_is_context(arg) for arg in get_args(annotation) if arg is not type(None))
+    return False
+
+
+def _context_parameter(parameter: inspect.Parameter, name: str, seen: str | None) -> str:
+    if seen is not None:
+        raise TypeError(
+            f"tool {name!r} declares two ToolContext parameters ({seen!r} and "
+            f"{parameter.name!r}): declare one"
+        )
+    if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+        raise TypeError(
+            f"tool {name!r}: the ToolContext parameter {parameter.name!r} is positional-only; "
+            "the runner passes it by name, so declare it as an ordinary or keyword-only "
+            "parameter"
+        )
+    return parameter.name
 
 
 def _has_description(annotation: object) -> bool:

@@ -11,6 +11,8 @@ model as the call's result. The kinds:
 ``validation``     :class:`ValidationFailed`  its arguments do not fit the tool's signature
 ``unknown_tool``   :class:`UnknownTool`    no tool has the name the model used
 ``tool_exception`` :class:`ToolRaised`     the tool raised an exception
+``retry``          :class:`RetryRequested` the tool raised ``ToolRetry``: its message tells
+                                           the model how to fix the call
 ``timeout``        :class:`CallTimedOut`   the per-call or the overall timeout expired
 ``not_executed``   :class:`NotExecuted`    a gated tool's turn did not end normally
 ``cancelled``      :class:`CallCancelled`  the runner, or this one call, was cancelled first
@@ -42,6 +44,7 @@ __all__ = [
     "FieldError",
     "NotExecuted",
     "OutcomeInDoubt",
+    "RetryRequested",
     "ToolRaised",
     "UnknownTool",
     "ValidationFailed",
@@ -88,6 +91,15 @@ class ToolRaised(CallFailure):
     kind: Literal["tool_exception"] = "tool_exception"
     tool: str
     exception: str
+
+
+class RetryRequested(CallFailure):
+    """The tool raised :class:`~toolcall_tracker.tools.ToolRetry`: ``message`` is the tool's
+    own text for the model (how to fix the call), and every feedback builder sends that
+    text as it is, not the structured error."""
+
+    kind: Literal["retry"] = "retry"
+    tool: str
 
 
 class CallTimedOut(CallFailure):

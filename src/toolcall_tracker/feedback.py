@@ -35,7 +35,10 @@ e.g. ``RunControl.notes()`` for arguments a human edited) are appended to the re
 
 Results are sent as JSON text where the provider wants a string (a ``str`` result is sent
 as it is) and as JSON values for Gemini; a failed call is sent as
-``{"error": {...}}``, the structured error value (``kind``, ``message``...) as JSON.
+``{"error": {...}}``, the structured error value (``kind``, ``message``...) as JSON,
+except a ``retry`` failure (the tool raised :class:`~toolcall_tracker.tools.ToolRetry`),
+sent as its message alone (Gemini: ``{"error": "<message>"}``), the tool's own words on how
+to fix the call.
 
 No builder raises on a value JSON cannot hold; every one applies the same rules
 (``toolcall_tracker._jsonout``, and the docs' Reliability page):
@@ -63,6 +66,7 @@ from ._feedback_common import (
     _reply,
     error_text,
     result_text,
+    retry_message,
 )
 from ._feedback_converse import bedrock_messages, cohere_messages
 from ._jsonout import _escape_surrogates, _jsonable, _plain_text
@@ -88,6 +92,7 @@ __all__ = [
     "openai_responses_items",
     "provider_messages",
     "result_text",
+    "retry_message",
 ]
 
 
@@ -350,7 +355,10 @@ def gemini_contents(
         )
     parts: list[dict[str, Any]] = []
     for call in finished:
-        if call.status is Status.ERROR:
+        retry = retry_message(call.error) if call.status is Status.ERROR else None
+        if retry is not None:  # the tool's own words on how to fix the call
+            response = {"error": _plain_text(retry)}
+        elif call.status is Status.ERROR:
             response = {"error": _jsonable(call.error)}
         else:
             response = {"output": _jsonable(call.result)}

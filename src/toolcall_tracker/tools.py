@@ -26,6 +26,11 @@ render one list of tools in each provider's request format::
 
     client.chat.completions.create(..., tools=openai_chat_tools([search, send_mail]))
 
+A parameter annotated ``ToolContext`` (``ToolContext[Deps]``) is left out of the schema:
+the runner passes the call's :class:`ToolContext` there (its id, the run's ``deps``,
+progress, a ``cancelled`` flag). A tool raises :class:`ToolRetry` to tell the model how to
+fix its call.
+
 A tool name is 1 to 64 ASCII letters, digits, ``_`` or ``-``, starting with a letter or
 ``_``: the names OpenAI, Anthropic and Gemini all accept, since one list of tools is
 rendered for each of them. The renderers never raise on a description or a default that
@@ -45,11 +50,14 @@ from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar, overload
 from pydantic import BaseModel
 
 from ._signature import _build_arguments, _is_async_callable, _json_schema, _parse_docstring
+from ._toolcontext import ToolContext, ToolRetry
 from .calls import ToolCall
 
 __all__ = [
     "NeedsApproval",
     "Tool",
+    "ToolContext",
+    "ToolRetry",
     "ToolsInput",
     "anthropic_tools",
     "bedrock_tools",
@@ -111,6 +119,7 @@ class Tool(Generic[_P, _R]):
 
     __slots__ = (
         "_arguments",
+        "_context",
         "_description",
         "_eager",
         "_function",
@@ -163,9 +172,10 @@ class Tool(Generic[_P, _R]):
             getattr(function, "__call__", None)  # noqa: B004 (an object with an async-gen __call__)
         )
         self._is_async = self._is_generator or _is_async_callable(function)
-        model, parameters, positional, var_keyword = _build_arguments(
+        model, parameters, positional, var_keyword, context = _build_arguments(
             function, tool_name, param_docs
         )
+        self._context = context
         self._arguments = model
         self._parameters = parameters
         self._positional = positional
@@ -230,6 +240,12 @@ class Tool(Generic[_P, _R]):
         """Whether the tool is an async generator: each value it yields is progress, the
         last one its result (it runs on the event loop)."""
         return self._is_generator
+
+    @property
+    def context_parameter(self) -> str | None:
+        """The name of the parameter annotated ``ToolContext`` (the runner passes the
+        call's :class:`ToolContext` there; it is not in the schema), or ``None``."""
+        return self._context
 
     @property
     def arguments_model(self) -> type[BaseModel]:

@@ -196,6 +196,8 @@ def _run(
 
     if fmt == "seed":
         for item in items:
+            if is_truncation(item.value):
+                return _truncated(item, apply, watch, result)
             take(item)
             apply(item, item.value)
         check()
@@ -207,6 +209,8 @@ def _run(
 
     adapter = provider.load("adapter")()
     for item in items:
+        if is_truncation(item.value):
+            return _truncated(item, apply, watch, result)
         take(item)
         try:
             events = adapter.feed(item.value)
@@ -222,4 +226,27 @@ def _run(
         watch.ending()
     for event in adapter.end():
         apply(None, event)
+    return result
+
+
+TRUNCATED_REASON = "the recording was truncated at its size cap"
+"""The end reason of a replay that reached a recorder's ``truncated`` line."""
+
+
+def is_truncation(value: object) -> bool:
+    """Whether an item is the last line of a recording that hit its size cap: the
+    recorder's (``toolcall_tracker.recording``) ``{"truncated": true, ...}``."""
+    return (
+        isinstance(value, dict)
+        and value.get("truncated") is True
+        and value.keys() <= {"truncated", "t", "items", "max_bytes"}
+    )
+
+
+def _truncated(item: Item, apply: Any, watch: Watch | None, result: Replay) -> Replay:
+    """The recording stops here: the turn ends not ok (its calls were cut off too)."""
+    if watch is not None:
+        watch.ending()
+    if result.machine.end is None:
+        apply(item, End(ok=False, reason=TRUNCATED_REASON))
     return result

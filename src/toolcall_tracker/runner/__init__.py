@@ -64,13 +64,15 @@ import warnings
 from collections.abc import Iterable
 from datetime import timedelta
 from importlib.util import find_spec
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
+from .._toolcontext import DepsT
 from ..calls import ToolCall
 from ..tools import Tool, ToolsInput, tools_by_name
 from ..tracker import ToolCallTracker
 from ._control import RunControl, link_of
 from ._guard import GuardOutcome, StartGuard
+from ._loop import LoopState, LoopStep, StopReason, ToolLoop
 from ._pending import (
     DEFAULT_APPROVAL_TTL,
     ApprovalDecision,
@@ -110,6 +112,8 @@ __all__ = [
     "GuardOutcome",
     "InMemoryOutcomeStore",
     "LeasedOutcomeStore",
+    "LoopState",
+    "LoopStep",
     "OutcomeStore",
     "PendingApproval",
     "PendingApprovals",
@@ -120,6 +124,8 @@ __all__ = [
     "RunnerState",
     "StartGuard",
     "StoreGuard",
+    "StopReason",
+    "ToolLoop",
     "ToolOptions",
     "ToolRunner",
     "merge_calls",
@@ -128,8 +134,12 @@ __all__ = [
 ]
 
 
-class ToolRunner:
+class ToolRunner(Generic[DepsT]):
     """Runs the tool calls of model turns, each the moment its arguments are ready.
+
+    Generic in the type of the dependencies its tools receive through their
+    :class:`~toolcall_tracker.tools.ToolContext` (``ToolRunner[AppDeps](tools)``; ``Any``
+    when not given): ``run(tracker, deps=...)`` passes them.
 
     A runner holds the tools and the limits; it keeps no per-turn state, so one runner can
     serve many turns (even at once). Its tools are built (and their argument models too)
@@ -238,6 +248,7 @@ class ToolRunner:
         deadline: float | None = None,
         listener: RunnerListener | None = None,
         start_guard: StartGuard | None = None,
+        deps: DepsT | None = None,
         _guard: StartGuard | None = None,
     ) -> list[ToolCall]:
         """Run every call of ``tracker``'s turn; return when all finished and the turn ended.
@@ -264,6 +275,9 @@ class ToolRunner:
                 in its store and journal here). A guard that raises keeps the tool from
                 starting: the call ends ``error`` with ``ClaimFailed``.
             _guard: the old private name of ``start_guard`` (kept for existing callers).
+            deps: the application's dependencies for this run (a database session, the
+                current user...), given to every tool that declares a
+                :class:`~toolcall_tracker.tools.ToolContext` parameter, as ``ctx.deps``.
 
         Returns:
             ``tracker.list()``: the snapshots of the calls the tracker retains, in start
@@ -280,6 +294,15 @@ class ToolRunner:
         guard = start_guard if start_guard is not None else _guard
         link = link_of(control) if control is not None else None
         turn = Turn(self._policy, tracker, link, deadline=deadline, listener=listener, guard=guard)
+        turn = Turn(
+            self._policy,
+            tracker,
+            link,
+            deadline=deadline,
+            listener=listener,
+            guard=_guard,
+            deps=deps,
+        )
         await turn.go()
         return tracker.list()
 
@@ -290,6 +313,7 @@ class ToolRunner:
         *,
         control: RunControl | None = None,
         allow_unsigned: bool = False,
+        deps: DepsT | None = None,
     ) -> list[ToolCall]:
         """Resume a turn's pending approvals with decisions (typically in a later request).
 
@@ -312,6 +336,8 @@ class ToolRunner:
             control: the handle for this resume (cancel, progress, what stays pending).
             allow_unsigned: accept a state signed without a secret (plain digests anybody
                 can compute). Only for states that never left your server.
+            deps: the dependencies the resumed tools get through their ``ToolContext``
+                (as in :meth:`run`).
 
         Returns:
             The decided calls, finished (a fresh tracker's ``list()``); combine them with
@@ -323,7 +349,7 @@ class ToolRunner:
         """
         link = link_of(control) if control is not None else None
         calls, left = await _resume(
-            self._policy, self._store, pending, decisions, link, allow_unsigned
+            self._policy, self._store, pending, decisions, link, allow_unsigned, deps
         )
         if link is not None and left is not None:
             link.pending = left

@@ -113,6 +113,7 @@ async def resume(
     decisions: Iterable[ApprovalDecision],
     link: Link | None,
     allow_unsigned: bool,
+    deps: Any = None,
 ) -> tuple[list[ToolCall], PendingApprovals | None]:
     """Resume ``pending`` with ``decisions``; the decided calls (finished) and what stays
     pending (``None`` if nothing does). See the module docstring."""
@@ -143,7 +144,7 @@ async def resume(
     else:
         tracker.write_end(end.ok, end.reason)
     resumed = Resumed(pending.nonce, decided, set())
-    await Turn(policy, tracker, link, resumed, guard=guard).go()
+    await Turn(policy, tracker, link, resumed, guard=guard, deps=deps).go()
     rest = [call for call in pending.calls if call.call_id not in decided]
     left = (
         signer.pending(pending.nonce, rest, pending.limits, pending.end, pending.expires_at)

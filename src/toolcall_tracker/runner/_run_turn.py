@@ -12,7 +12,7 @@ raised exception's ``__context__``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -32,9 +32,10 @@ __all__ = ["run_turn"]
 async def run_turn(
     tracker: ToolCallTracker,
     source: AsyncIterable[EventInput] | ItemSource,
-    runner: ToolRunner,
+    runner: ToolRunner[Any],
     *,
     control: RunControl | None = None,
+    deps: Any = None,
 ) -> list[ToolCall]:
     """Consume ``source`` into ``tracker`` and run the turn's tools with ``runner``.
 
@@ -56,6 +57,7 @@ async def run_turn(
             ``adapt(stream, adapter)``.
         runner: the tool runner.
         control: the run's :class:`RunControl` (approvals, cancelling one call, progress).
+        deps: the dependencies tools receive through their ``ToolContext``.
 
     Returns:
         What ``runner.run`` returns: the turn's calls, finished.
@@ -68,7 +70,7 @@ async def run_turn(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(tracker.consume, source)
-            calls = await runner.run(tracker, control=control)
+            calls = await runner.run(tracker, control=control, deps=deps)
     except BaseException as exc:
         first = _first_real(exc)
         if first is None or first is exc:

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import anyio.lowlevel
 
+from .._toolcontext import ToolContext, ToolRetry
 from ..calls import ToolCall
 from ..errors import CallFailure
-from ..failures import ClaimFailed, ToolRaised
+from ..failures import ClaimFailed, RetryRequested, ToolRaised
 from ..tools import Tool
 from . import _outcomes as outcomes
 from ._guard import GuardOutcome
@@ -90,13 +92,21 @@ async def run_tool(turn: Turn, item: Entry) -> None:
                 return
             if policy.is_sync(spec):
                 item.job = ThreadJob()
+            publish = _progress(turn, item)
+            context, kwargs = _with_context(turn, item, publish)
             with (
                 turn.traced(call),
                 anyio.move_on_after(math.inf if timeout is None else timeout) as limit,
             ):
-                result = await invoke(
-                    spec, item.args, item.kwargs, (limit, scope), _progress(turn, item), item.job
-                )
+                returned = False
+                try:
+                    result = await invoke(
+                        spec, item.args, kwargs, (limit, scope), publish, item.job
+                    )
+                    returned = True
+                finally:
+                    if context is not None and not returned:  # stopped before it returned
+                        context._cancel()
             tracker.mark_tool_finished(call.id)
         if scope.cancelled_caught:  # the table ended it (abandoned): nothing more here
             tracker.mark_tool_finished(call.id)
@@ -107,6 +117,9 @@ async def run_tool(turn: Turn, item: Entry) -> None:
                 turn.fire(item, E.DEADLINE, failure)  # its thread runs on: abandoned
                 return
             ended = (None, failure)
+        elif type(result) is Raised and isinstance(result.exception, ToolRetry):
+            text = _retry_text(result.exception)
+            ended = (None, RetryRequested(message=text, tool=call.name))
         elif type(result) is Raised:
             exc = result.exception
             logger.warning(
@@ -194,14 +207,44 @@ def _after(turn: Turn, item: Entry) -> None:
 
 
 def _progress(turn: Turn, item: Entry) -> Callable[[Any], None] | None:
+    """The call's progress publisher (``None`` without a run control to publish to), for
+    an async-generator tool's values and ``ToolContext.progress`` alike: callable from the
+    event loop or, for a sync tool, from its thread (then handed to the loop, in order)."""
     link, spec = turn.link, item.spec
-    if link is None or spec is None or not spec.is_generator:
+    if link is None or spec is None or not (spec.is_generator or spec.context_parameter):
         return None
     counter = iter(range(1 << 62))
+    token = anyio.lowlevel.current_token().native_token
+    loop_thread = threading.get_ident()
 
-    def publish(value: Any) -> None:
+    def publish_here(value: Any) -> None:
         call = item.call
         if item.state is S.RUNNING and link.wants_progress:
             link.publish_progress(ProgressUpdate(call.id, call.name, value, next(counter)))
 
+    def publish(value: Any) -> None:
+        if threading.get_ident() == loop_thread:
+            publish_here(value)
+        else:  # a sync tool's thread
+            call_soon(token, lambda: publish_here(value))
+
     return publish
+
+
+def _with_context(
+    turn: Turn, item: Entry, publish: Callable[[Any], None] | None
+) -> tuple[ToolContext[Any] | None, dict[str, Any]]:
+    """The call's :class:`ToolContext` and the keyword arguments that pass it, if its tool
+    declares one (else ``None`` and the arguments as they are)."""
+    spec = item.spec
+    assert spec is not None
+    name = spec.context_parameter
+    if name is None:
+        return None, item.kwargs
+    context: ToolContext[Any] = ToolContext(item.call.id, spec.name, turn.deps, publish)
+    return context, {**item.kwargs, name: context}
+
+
+def _retry_text(exc: ToolRetry) -> str:
+    message = getattr(exc, "message", None)
+    return message if isinstance(message, str) else describe(exc)

@@ -66,8 +66,10 @@ class Turn(ChangeListener):
         deadline: float | None = None,
         listener: RunnerListener | None = None,
         guard: StartGuard | None = None,
+        deps: Any = None,
     ) -> None:
         self.policy = policy  # read by the tool's task (``._start``) too
+        self.deps = deps  # given to tools through their ToolContext
         self.tracker = tracker
         self.link = link
         self.guard = guard
