@@ -293,14 +293,13 @@ class ToolRunner(Generic[DepsT]):
             raise TypeError("pass start_guard only (_guard is its old private name)")
         guard = start_guard if start_guard is not None else _guard
         link = link_of(control) if control is not None else None
-        turn = Turn(self._policy, tracker, link, deadline=deadline, listener=listener, guard=guard)
         turn = Turn(
             self._policy,
             tracker,
             link,
             deadline=deadline,
             listener=listener,
-            guard=_guard,
+            guard=guard,
             deps=deps,
         )
         await turn.go()
