@@ -23,7 +23,7 @@ import anyio.lowlevel
 
 from ..calls import ToolCall
 from ..errors import CallFailure
-from ..failures import ClaimFailed, ToolRaised
+from ..failures import ClaimFailed, FailCall, ToolRaised
 from ..tools import Tool
 from . import _outcomes as outcomes
 from ._guard import GuardOutcome
@@ -107,6 +107,8 @@ async def run_tool(turn: Turn, item: Entry) -> None:
                 turn.fire(item, E.DEADLINE, failure)  # its thread runs on: abandoned
                 return
             ended = (None, failure)
+        elif type(result) is Raised and isinstance(result.exception, FailCall):
+            ended = (None, result.exception.failure)  # the tool chose its failure
         elif type(result) is Raised:
             exc = result.exception
             logger.warning(
