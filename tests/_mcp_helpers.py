@@ -53,6 +53,7 @@ async def connect(name: str, transport: str) -> AsyncIterator[ClientSession]:
             yield session
     finally:
         with anyio.CancelScope(shield=True):
-            process.kill()
+            if process.returncode is None:
+                process.kill()
             await process.wait()
             await process.aclose()

@@ -94,7 +94,13 @@ class Target:
 
 
 async def call(target: Target, arguments: dict[str, Any]) -> AsyncIterator[Any]:
-    """Call the tool on its server; yield its progress, then its result."""
+    """Call the tool on its server; yield its progress, then its result.
+
+    The progress is yielded from inside the task group running the request. That is safe
+    here because the runner's ``drive`` is this generator's only consumer, in the same
+    task, and does nothing but publish (synchronously) between two steps: no other cancel
+    scope is entered or left while the generator is suspended.
+    """
     from mcp import MCPError
 
     updates = _Updates()
@@ -107,7 +113,7 @@ async def call(target: Target, arguments: dict[str, Any]) -> AsyncIterator[Any]:
                     target.mcp_name, arguments, progress_callback=updates.put
                 )
             )
-        except MCPError as exc:
+        except Exception as exc:  # an error response, a closed connection, a bad answer
             outcome.append(exc)
         finally:
             updates.close()
@@ -118,25 +124,32 @@ async def call(target: Target, arguments: dict[str, Any]) -> AsyncIterator[Any]:
             yield update
     result = outcome[0]
     if isinstance(result, MCPError):
-        closed = (
-            result.error.code == _CONNECTION_CLOSED and "closed" in result.error.message.lower()
-        )
-        raise FailCall(
-            McpFailed(
-                message=f"MCP server {target.server!r}: "
-                + (
-                    f"the connection closed before tool {target.mcp_name!r} answered"
-                    if closed
-                    else f"tool {target.mcp_name!r} failed: {result.error.message}"
-                ),
-                tool=target.name,
-                server=target.server,
-                mcp_tool=target.mcp_name,
-                reason="disconnected" if closed else "protocol_error",
-                code=result.error.code,
-            )
-        )
+        raise FailCall(_error_response(target, result.error.code, result.error.message))
+    if isinstance(result, Exception):  # the answer could not be read (not a tools/call result)
+        text = f"{type(result).__name__}: {result}"
+        raise FailCall(_failed(target, f"its answer could not be read ({text})", "protocol_error"))
     yield _result(target, result)
+
+
+def _error_response(target: Target, code: int, message: str) -> McpFailed:
+    """The failure of an error response; the client reports a closed connection (stdio's
+    end of file, streamable HTTP's stream ending without the answer) with the code
+    ``CONNECTION_CLOSED``, so that code reads ``disconnected``."""
+    if code == _CONNECTION_CLOSED:
+        why = f"the connection closed before the answer ({message})"
+        return _failed(target, why, "disconnected", code=code)
+    return _failed(target, f"the server answered an error: {message}", "protocol_error", code=code)
+
+
+def _failed(target: Target, why: str, reason: Any, **fields: Any) -> McpFailed:
+    return McpFailed(
+        message=f"MCP server {target.server!r}, tool {target.mcp_name!r}: {why}",
+        tool=target.name,
+        server=target.server,
+        mcp_tool=target.mcp_name,
+        reason=reason,
+        **fields,
+    )
 
 
 def _result(target: Target, result: Any) -> Any:
@@ -146,18 +159,8 @@ def _result(target: Target, result: Any) -> Any:
     texts = [block.text for block in blocks if getattr(block, "type", None) == "text"]
     if getattr(result, "is_error", False):
         text = "\n".join(texts) or None
-        raise FailCall(
-            McpFailed(
-                message=f"MCP server {target.server!r}: tool {target.mcp_name!r} reported an "
-                f"error: {text if text is not None else '(no text)'}",
-                tool=target.name,
-                server=target.server,
-                mcp_tool=target.mcp_name,
-                reason="tool_error",
-                content=text,
-                structured=structured,
-            )
-        )
+        why = f"the tool reported an error: {text if text is not None else '(no text)'}"
+        raise FailCall(_failed(target, why, "tool_error", content=text, structured=structured))
     if structured is not None:
         return structured
     if blocks and len(texts) == len(blocks):

@@ -129,8 +129,11 @@ async def mcp_tools(
             transport), or a mapping ``server name -> session`` for several servers. The
             application owns the sessions: open them before, close them after the runs.
             A lone session's server name is the one it announced (``"mcp"`` if none).
-        eager, timeout, needs_approval, max_concurrency: options for every tool (see
-            :func:`~toolcall_tracker.tool`); change one tool's with ``tool(t, ...)``.
+        eager: for every tool, as :func:`~toolcall_tracker.tool`'s (change one tool's
+            options with ``tool(t, ...)``).
+        timeout: seconds each call may run (as :func:`~toolcall_tracker.tool`'s).
+        needs_approval: whether a human must approve each call (or a function deciding).
+        max_concurrency: at most this many calls of each tool at once per turn.
 
     Names: each name is made one that every provider accepts (other characters become
     ``_``, a name over 64 characters is shortened with a hash); a name two servers share is
