@@ -126,3 +126,43 @@ def test_long_messages_are_cut() -> None:
     with pytest.raises(ValidationError) as raised:
         check(validator, "x" * 10_000, "t")
     assert len(raised.value.errors()[0]["msg"]) == 300
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@given(
+    st.lists(
+        st.one_of(st.integers(0, 200).map(lambda n: ("put", n)), st.just(("take", 0))),
+        max_size=300,
+    )
+)
+def test_progress_queue_keeps_the_latest_updates_in_order(
+    backend: str, steps: list[tuple[str, int]]
+) -> None:
+    """A model of the queue between the session's task and the generator: a deque that
+    keeps the latest PROGRESS_BUFFER updates; nothing is taken after close."""
+    import anyio
+
+    from toolcall_tracker.mcp._call import PROGRESS_BUFFER, _Updates
+
+    async def main() -> None:
+        updates = _Updates()
+        model: list[float] = []
+        taken: list[float] = []
+        iterator = updates.__aiter__()
+        for op, n in steps:
+            if op == "put":
+                await updates.put(n, None, None)
+                model = [*model, float(n)][-PROGRESS_BUFFER:]
+            elif model:
+                taken.append((await iterator.__anext__()).progress)
+                assert taken[-1] == model.pop(0)
+        updates.close()
+        await updates.put(-1, None, None)  # after close: dropped
+        rest = [u.progress async for u in iterator]
+        assert rest == model
+
+    async def bounded() -> None:
+        with anyio.fail_after(5):
+            await main()
+
+    anyio.run(bounded, backend=backend)

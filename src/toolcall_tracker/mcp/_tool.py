@@ -22,9 +22,11 @@ class McpTool(Tool[[dict[str, Any]], AsyncIterator[Any]]):
     carry it), its arguments are checked against that schema, and a call is a
     ``tools/call`` request on the application's session (see :mod:`toolcall_tracker.mcp`).
     Options change as for any :class:`~toolcall_tracker.Tool`: ``tool(t, eager=True)``.
+    Its ``arguments_model`` is that of the call's function (one ``arguments`` object); the
+    check that counts is :meth:`bind`'s, against the server's schema.
     """
 
-    __slots__ = ("_target", "_validator")
+    __slots__ = ("_input_schema", "_target", "_validator")
 
     def __init__(
         self,
@@ -50,8 +52,13 @@ class McpTool(Tool[[dict[str, Any]], AsyncIterator[Any]]):
         )
         self._target = target
         schema = _jsonable(input_schema) if isinstance(input_schema, dict) else {}
-        self._schema = schema if isinstance(schema, dict) else {}
-        self._validator = _schema.compile_schema(self._schema, target.mcp_name)
+        self._input_schema: dict[str, Any] = schema if isinstance(schema, dict) else {}
+        self._validator = _schema.compile_schema(self._input_schema, target.mcp_name)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The server's input schema (a fresh copy on each access), as plain JSON data."""
+        return copy.deepcopy(self._input_schema)
 
     @property
     def server(self) -> str:
@@ -98,7 +105,7 @@ class McpTool(Tool[[dict[str, Any]], AsyncIterator[Any]]):
             target = _call.Target(target.session, target.server, target.mcp_name, name)
         return McpTool(
             target,
-            self._schema,
+            self._input_schema,
             self.description if description is None else description,
             eager=self.eager if eager is None else eager,
             timeout=self.timeout if timeout is None else timeout,
@@ -149,7 +156,10 @@ async def mcp_tools(
         servers = {info.name if info is not None and info.name else "mcp": sessions}
     listed: dict[str, list[Any]] = {}
     for server, session in servers.items():
-        listed[server] = await _list(session)
+        unique: dict[str, Any] = {}
+        for entry in await _list(session):
+            unique.setdefault(entry.name, entry)  # a server listing a name twice: the first
+        listed[server] = list(unique.values())
     names = _names.assign({s: [t.name for t in tools] for s, tools in listed.items()})
     return [
         McpTool(
