@@ -5,6 +5,7 @@ Against the real MCP server of tests/_mcp_server.py over stdio.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -17,7 +18,9 @@ from _mcp_helpers import connect
 from _runner_helpers import by_id, call_events, from_list
 from conftest import DEADLINE
 from toolcall_tracker import RunControl, Status, ToolCallTracker, ToolRunner, tool
+from toolcall_tracker._registry import providers
 from toolcall_tracker.mcp import McpTool, mcp_tools
+from toolcall_tracker.tools import provider_tools
 
 pytestmark = pytest.mark.anyio
 MCP_DEADLINE = DEADLINE * 2
@@ -117,3 +120,32 @@ async def _consumed(events: list[Any]) -> ToolCallTracker:
     for event in [*events, {"type": "end", "reason": "stop"}]:
         tracker.apply(event)
     return tracker
+
+
+async def test_every_provider_definition_carries_the_servers_schema(anyio_backend: str) -> None:
+    with anyio.fail_after(MCP_DEADLINE):
+        async with connect("alpha", "stdio") as session:
+            tools = await mcp_tools(session)
+    schema = {t.name: t.parameters for t in tools}["math_add"]
+    formats = [p.format for p in providers() if p.tools is not None]
+    assert len(formats) >= 6
+    for fmt in formats:
+        rendered = json.dumps(provider_tools(fmt, tools))
+        assert "math_add" in rendered, fmt
+        assert "math.add" not in rendered, fmt  # only the sanitised name reaches a provider
+        assert json.dumps(schema["properties"]["a"]) in rendered, fmt
+
+
+async def test_the_runs_deadline_cancels_the_call_on_the_server(anyio_backend: str) -> None:
+    with anyio.fail_after(MCP_DEADLINE):
+        async with connect("alpha", "stdio") as session:
+            tools = await mcp_tools(session, eager=True)
+            calls = by_id(
+                await ToolRunner(tools, timeout=0.5).run(
+                    await _consumed(call_events("h", "hang", {"label": "deadline"}))
+                )
+            )
+            seen = await session.call_tool("seen", {})
+    error = calls["h"].error
+    assert (error.kind, error.scope, error.tool_started) == ("timeout", "run", True)
+    assert seen.structured_content == {"result": ["cancelled:deadline"]}
