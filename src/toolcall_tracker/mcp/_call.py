@@ -126,7 +126,10 @@ async def call(target: Target, arguments: dict[str, Any]) -> AsyncIterator[Any]:
     if isinstance(result, MCPError):
         raise FailCall(_error_response(target, result.error.code, result.error.message))
     if isinstance(result, Exception):  # the answer could not be read (not a tools/call result)
-        text = f"{type(result).__name__}: {result}"
+        try:
+            text = f"{type(result).__name__}: {result}"
+        except Exception:  # an exception that cannot be printed
+            text = type(result).__name__
         raise FailCall(_failed(target, f"its answer could not be read ({text})", "protocol_error"))
     yield _result(target, result)
 
