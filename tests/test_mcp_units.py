@@ -166,3 +166,20 @@ def test_progress_queue_keeps_the_latest_updates_in_order(
             await main()
 
     anyio.run(bounded, backend=backend)
+
+
+def test_without_mcp_2_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    from toolcall_tracker.mcp import _tool
+
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "1.26.0")
+    with pytest.raises(ImportError, match=r"mcp>=2 \(mcp 1\.26\.0 is installed.*\[mcp\]"):
+        _tool._require_mcp()
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    with pytest.raises(ImportError, match=r"need the mcp package.*toolcall-tracker\[mcp\]"):
+        _tool._require_mcp()

@@ -148,7 +148,9 @@ async def mcp_tools(
 
     Raises:
         mcp.MCPError: listing a server's tools failed.
+        ImportError: the ``mcp`` package (2.x) is not installed.
     """
+    _require_mcp()
     if isinstance(sessions, Mapping):
         servers = dict(sessions)
     else:
@@ -189,3 +191,19 @@ async def _list(session: ClientSession) -> list[Any]:
         cursor = page.next_cursor
         if not cursor:
             return tools
+
+
+def _require_mcp() -> None:
+    """Raise an ``ImportError`` naming the fix unless ``mcp`` 2.x is installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    fix = "install the extra: pip install 'toolcall-tracker[mcp]'"
+    try:
+        installed = version("mcp")
+    except PackageNotFoundError:
+        raise ImportError(f"MCP tools need the mcp package; {fix}") from None
+    if not installed.split(".")[0].isdigit() or int(installed.split(".")[0]) < 2:
+        raise ImportError(
+            f"MCP tools need mcp>=2 (mcp {installed} is installed; 1.x never sends "
+            f"notifications/cancelled when a call is cancelled); {fix}"
+        )
