@@ -97,20 +97,25 @@ class McpTool(Tool[[dict[str, Any]], AsyncIterator[Any]]):
     ) -> McpTool:
         """A copy with the given options changed (``None`` keeps the current); a new
         ``name`` is the name the model calls it by (the server's stays)."""
-        cap = self.max_concurrency if max_concurrency is None else max_concurrency
-        if sequential is not None:
-            cap = 1 if sequential else max_concurrency
+        plain = super().with_options(  # every option resolved as for any tool
+            name=name,
+            description=description,
+            eager=eager,
+            timeout=timeout,
+            needs_approval=needs_approval,
+            max_concurrency=max_concurrency,
+            sequential=sequential,
+        )
         target = self._target
-        if name is not None:
-            target = _call.Target(target.session, target.server, target.mcp_name, name)
+        target = _call.Target(target.session, target.server, target.mcp_name, plain.name)
         return McpTool(
             target,
             self._input_schema,
-            self.description if description is None else description,
-            eager=self.eager if eager is None else eager,
-            timeout=self.timeout if timeout is None else timeout,
-            needs_approval=self.needs_approval if needs_approval is None else needs_approval,
-            max_concurrency=cap,
+            plain.description,
+            eager=plain.eager,
+            timeout=plain.timeout,
+            needs_approval=plain.needs_approval,
+            max_concurrency=plain.max_concurrency,
         )
 
     def __repr__(self) -> str:
