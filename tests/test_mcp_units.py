@@ -183,3 +183,23 @@ def test_without_mcp_2_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(importlib.metadata, "version", missing)
     with pytest.raises(ImportError, match=r"need the mcp package.*toolcall-tracker\[mcp\]"):
         _tool._require_mcp()
+
+
+def test_with_options_keeps_an_mcp_tool_and_takes_every_option_a_tool_takes() -> None:
+    """``tool(mcp_tool, idempotent=True)`` and friends: every ``Tool.with_options`` option."""
+    import inspect
+
+    from toolcall_tracker.mcp._call import Target
+    from toolcall_tracker.mcp._tool import McpTool
+    from toolcall_tracker.tools import Tool
+
+    base = set(inspect.signature(Tool.with_options).parameters)
+    assert set(inspect.signature(McpTool.with_options).parameters) == base
+    target = Target(None, "srv", "echo", "echo")  # type: ignore[arg-type]
+    made = McpTool(target, {"type": "object"}, "Echo.")
+    changed = made.with_options(idempotent=True, eager=True, name="echo2")
+    assert isinstance(changed, McpTool)
+    assert changed.idempotent
+    assert changed.eager
+    assert changed.name == "echo2"
+    assert changed.mcp_name == "echo"

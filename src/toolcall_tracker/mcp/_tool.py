@@ -39,6 +39,7 @@ class McpTool(Tool[[dict[str, Any]], AsyncIterator[Any]]):
         needs_approval: NeedsApproval = False,
         max_concurrency: int | None = None,
         sequential: bool = False,
+        idempotent: bool = False,
     ) -> None:
         super().__init__(
             functools.partial(_call.call, target),
@@ -49,6 +50,7 @@ class McpTool(Tool[[dict[str, Any]], AsyncIterator[Any]]):
             needs_approval=needs_approval,
             max_concurrency=max_concurrency,
             sequential=sequential,
+            idempotent=idempotent,
         )
         self._target = target
         schema = _jsonable(input_schema) if isinstance(input_schema, dict) else {}
@@ -94,6 +96,7 @@ class McpTool(Tool[[dict[str, Any]], AsyncIterator[Any]]):
         needs_approval: NeedsApproval | None = None,
         max_concurrency: int | None = None,
         sequential: bool | None = None,
+        idempotent: bool | None = None,
     ) -> McpTool:
         """A copy with the given options changed (``None`` keeps the current); a new
         ``name`` is the name the model calls it by (the server's stays)."""
@@ -105,6 +108,7 @@ class McpTool(Tool[[dict[str, Any]], AsyncIterator[Any]]):
             needs_approval=needs_approval,
             max_concurrency=max_concurrency,
             sequential=sequential,
+            idempotent=idempotent,
         )
         target = self._target
         target = _call.Target(target.session, target.server, target.mcp_name, plain.name)
@@ -116,6 +120,7 @@ class McpTool(Tool[[dict[str, Any]], AsyncIterator[Any]]):
             timeout=plain.timeout,
             needs_approval=plain.needs_approval,
             max_concurrency=plain.max_concurrency,
+            idempotent=plain.idempotent,
         )
 
     def __repr__(self) -> str:
