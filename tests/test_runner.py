@@ -630,3 +630,20 @@ def test_runner_rejects_bad_limits_and_duplicate_names() -> None:
     with pytest.raises(ValueError, match="two tools"):
         ToolRunner([a, tool(a)])
     assert list(ToolRunner({"x": a, "y": a}).tools) == ["x", "y"]
+
+
+async def test_a_tool_raising_fail_call_ends_with_its_failure(anyio_backend: str) -> None:
+    from toolcall_tracker.failures import FailCall, NotExecuted
+
+    chosen = NotExecuted(message="the service is closed today", tool="shop", reason="closed")
+
+    async def shop() -> None:
+        raise FailCall(chosen)
+
+    with anyio.fail_after(DEADLINE):
+        tracker = ToolCallTracker()
+        for event in [*call_events("s", "shop"), {"type": "end", "reason": "stop"}]:
+            tracker.apply(event)
+        (call,) = await ToolRunner([tool(shop, eager=True)]).run(tracker)
+    assert call.status is Status.ERROR
+    assert call.error == chosen

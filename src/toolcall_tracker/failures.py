@@ -21,7 +21,12 @@ model as the call's result. The kinds:
 ``claim_failed``   :class:`ClaimFailed`    the outcome store could not claim the call
 ``in_doubt``       :class:`OutcomeInDoubt` a resume claimed it before and its outcome is
                                            unknown (it may have run; never run again)
+``mcp_error``      :class:`McpFailed`      an MCP server answered with ``isError``, an
+                                           error response, or disconnected
 =================  ======================  ================================================
+
+A tool may end its own call with one of these values (rather than ``tool_exception``) by
+raising :class:`FailCall` with it; the MCP tools (:mod:`toolcall_tracker.mcp`) do.
 
 ``tool_started`` (on timeouts and cancellations) says whether the tool's code had begun:
 if it had, some of its side effects may have happened.
@@ -29,7 +34,7 @@ if it had, some of its side effects may have happened.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -41,7 +46,9 @@ __all__ = [
     "CallCancelled",
     "CallTimedOut",
     "ClaimFailed",
+    "FailCall",
     "FieldError",
+    "McpFailed",
     "NotExecuted",
     "OutcomeInDoubt",
     "RetryRequested",
@@ -184,3 +191,38 @@ class ClaimFailed(CallFailure):
     kind: Literal["claim_failed"] = "claim_failed"
     tool: str
     exception: str
+
+
+class McpFailed(CallFailure):
+    """An MCP server's tool did not succeed (see :mod:`toolcall_tracker.mcp`).
+
+    ``reason`` says how: ``"tool_error"`` (the tool answered with ``isError``: ``content``
+    holds its text, ``structured`` its structured content, both for the model to read),
+    ``"protocol_error"`` (the server answered the request with a JSON-RPC error: ``code``)
+    or ``"disconnected"`` (the connection closed before the answer: the tool may have
+    run). ``server`` names the server and ``mcp_tool`` the tool by its name there.
+    """
+
+    kind: Literal["mcp_error"] = "mcp_error"
+    tool: str
+    server: str
+    mcp_tool: str
+    reason: Literal["tool_error", "protocol_error", "disconnected"]
+    code: int | None = None
+    content: str | None = None
+    structured: Any = None
+
+
+class FailCall(Exception):
+    """Raised by a tool to end its call with ``failure`` (a
+    :class:`~toolcall_tracker.errors.CallFailure`) instead of ``tool_exception``.
+
+    The runner stores ``failure`` as the call's error as it is; the model reads it through
+    the feedback builders like any other failure.
+    """
+
+    def __init__(self, failure: CallFailure) -> None:
+        if not isinstance(failure, CallFailure):
+            raise TypeError(f"FailCall takes a CallFailure, not {type(failure).__name__}")
+        super().__init__(failure.message)
+        self.failure = failure

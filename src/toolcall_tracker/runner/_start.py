@@ -25,7 +25,7 @@ import anyio.lowlevel
 from .._toolcontext import ToolContext, ToolRetry
 from ..calls import ToolCall
 from ..errors import CallFailure
-from ..failures import ClaimFailed, RetryRequested, ToolRaised
+from ..failures import ClaimFailed, FailCall, RetryRequested, ToolRaised
 from ..tools import Tool
 from . import _outcomes as outcomes
 from ._guard import GuardOutcome
@@ -120,6 +120,8 @@ async def run_tool(turn: Turn, item: Entry) -> None:
         elif type(result) is Raised and isinstance(result.exception, ToolRetry):
             text = _retry_text(result.exception)
             ended = (None, RetryRequested(message=text, tool=call.name))
+        elif type(result) is Raised and isinstance(result.exception, FailCall):
+            ended = (None, result.exception.failure)  # the tool chose its failure
         elif type(result) is Raised:
             exc = result.exception
             logger.warning(
