@@ -9,8 +9,9 @@ interleaved. :func:`build_workload` renders that one logical stream as
 - OpenAI Chat Completions chunks, OpenAI Responses events and Anthropic Messages events,
   each as plain dicts (the JSON of the SSE ``data:`` lines) and as the official SDK's own
   typed objects (``chat-dicts``, ``chat-objects``, ``responses-...``, ``anthropic-...``);
-- Bedrock Converse event dicts and Cohere v2 chat events, as dicts only (``bedrock-dicts``,
-  ``cohere-dicts``; :func:`render_bedrock`, :func:`render_cohere`, in ``_dict_streams``).
+- Bedrock Converse event dicts, Cohere v2 chat events, Gemini chunks and Ollama lines
+  (each call whole), Mistral's chat chunks and AI SDK UI parts, as dicts only
+  (``bedrock-dicts``... ``ai_sdk-dicts``; the renderers live in ``_dict_streams``).
 
 The typed objects are built with each SDK model's ``model_validate``. :func:`cross_check`
 serves a prefix of the same stream as an SSE transcript to the official clients (over an
@@ -26,10 +27,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from _dict_streams import render_bedrock, render_cohere
+from _dict_streams import (
+    render_ai_sdk,
+    render_bedrock,
+    render_cohere,
+    render_gemini,
+    render_mistral,
+    render_ollama,
+)
 from pydantic_core import from_json
 
-__all__ = ["render_bedrock", "render_cohere"]  # and the rest; these two live elsewhere
+__all__ = [  # and the rest; these live elsewhere
+    "render_ai_sdk",
+    "render_bedrock",
+    "render_cohere",
+    "render_gemini",
+    "render_mistral",
+    "render_ollama",
+]
 
 SEED = 20240601
 NAMES = ("search", "read_file", "write_file", "run_sql", "http_get", "summarize", "plot", "calc")
@@ -418,6 +433,10 @@ def build_workload(
         "anthropic": render_anthropic,
         "bedrock": render_bedrock,
         "cohere": render_cohere,
+        "gemini": render_gemini,
+        "ollama": render_ollama,
+        "mistral": render_mistral,
+        "ai_sdk": render_ai_sdk,
     }
     for provider, render in renderers.items():
         if not any(f.startswith(provider + "-") for f in families):

@@ -21,7 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from _dict_streams import floor_bedrock_dicts, floor_cohere_dicts
+from _dict_streams import (
+    floor_ai_sdk_dicts,
+    floor_bedrock_dicts,
+    floor_cohere_dicts,
+    floor_gemini_dicts,
+    floor_ollama_dicts,
+)
 from pydantic_core import from_json
 
 from toolcall_tracker import ToolCallTracker, tool_call_streaming_state_machine
@@ -186,6 +192,10 @@ FLOORS: dict[str, RunFn] = {
     "anthropic-dicts": timed(floor_anthropic_dicts),
     "bedrock-dicts": timed(floor_bedrock_dicts),
     "cohere-dicts": timed(floor_cohere_dicts),
+    "gemini-dicts": timed(floor_gemini_dicts),
+    "ollama-dicts": timed(floor_ollama_dicts),
+    "mistral-dicts": timed(floor_chat_dicts),
+    "ai_sdk-dicts": timed(floor_ai_sdk_dicts),
 }
 
 
@@ -532,10 +542,17 @@ def all_subjects() -> list[Subject]:
             subjects.append(
                 Subject(name, objects, "competitor", run, objects, True, note=note, skip=why)
             )
-    for provider in ("bedrock", "cohere"):
-        dicts = f"{provider}-dicts"  # dicts only: no official-client accumulator to compare
+    for provider, fmt in (
+        ("bedrock", "bedrock"),
+        ("cohere", "cohere"),
+        ("gemini", "gemini"),
+        ("ollama", "ollama"),
+        ("mistral", "mistral"),
+        ("ai_sdk", "ai-sdk"),
+    ):
+        dicts = f"{provider}-dicts"  # dicts only: no Python peer accumulator to compare
         subjects.append(Subject("floor", dicts, "floor", FLOORS[dicts], note="bare loop"))
-        module, cls_name = _adapter_ref(provider)
+        module, cls_name = _adapter_ref(fmt)
         run, why = _adapter_run(module, cls_name)
         subjects.append(Subject(f"{cls_name} + tracker", dicts, "adapter", run, dicts, skip=why))
     return subjects

@@ -180,6 +180,11 @@ def openai_responses_items(
     The calls' ids must be the model's ``call_id`` values. With ``previous_response_id``
     pass ``include_calls=False``: the server already has the calls.
 
+    A custom tool's call (free-text input; its argument text is one JSON string, see
+    :class:`~toolcall_tracker.adapters.OpenAIResponsesAdapter`) is answered in its own
+    shape: a ``custom_tool_call`` item with its ``input`` text, then a
+    ``custom_tool_call_output``.
+
     Returns:
         ``openai.types.responses.ResponseInputItemParam`` dicts, typed as what
         ``client.responses.create(input=...)`` takes (``ResponseInputParam``).
@@ -190,21 +195,51 @@ def openai_responses_items(
     finished = _finished(calls)
     items: ResponseInputParam = []
     if include_calls:
-        items.extend(
-            {
-                "type": "function_call",
-                "call_id": _plain_text(call.id),
-                "name": _plain_text(call.name),
-                "arguments": _escape_surrogates(call.args_text),
-            }
-            for call in finished
-        )
+        for call in finished:
+            if _is_custom(call):
+                items.append(
+                    {
+                        "type": "custom_tool_call",
+                        "call_id": _plain_text(call.id),
+                        "name": _plain_text(call.name),
+                        "input": _custom_input(call),
+                    }
+                )
+            else:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": _plain_text(call.id),
+                        "name": _plain_text(call.name),
+                        "arguments": _escape_surrogates(call.args_text),
+                    }
+                )
     for call in finished:
         output = _reply(call, render_result, render_error, notes)
-        items.append(
-            {"type": "function_call_output", "call_id": _plain_text(call.id), "output": output}
-        )
+        if _is_custom(call):
+            items.append(
+                {
+                    "type": "custom_tool_call_output",
+                    "call_id": _plain_text(call.id),
+                    "output": output,
+                }
+            )
+        else:
+            items.append(
+                {"type": "function_call_output", "call_id": _plain_text(call.id), "output": output}
+            )
     return items
+
+
+def _is_custom(call: ToolCall) -> bool:
+    """Whether ``call`` is a custom tool's call: its argument text is one JSON string."""
+    return call.args_text.lstrip(" \t\n\r").startswith('"')
+
+
+def _custom_input(call: ToolCall) -> str:
+    """The free text a custom tool's call was made with (its raw text if it never parsed)."""
+    args = call.args
+    return _plain_text(args) if isinstance(args, str) else _escape_surrogates(call.args_text)
 
 
 def anthropic_messages(

@@ -204,6 +204,16 @@ class ToolCallStateMachine:
         record = self._calls.get(call_id)
         return None if record is None else record.status
 
+    def args_text(self, call_id: str) -> str | None:
+        """The argument text call ``call_id`` holds so far, without taking a snapshot
+        (``None`` if there is no such call; ``""`` once a too-large text was released).
+
+        The optional read adapters use to check final arguments against the streamed
+        text instead of keeping a second copy of it.
+        """
+        record = self._calls.get(call_id)
+        return None if record is None else record.args_text()
+
     def list(self) -> list[ToolCall]:
         """Snapshots of every call, in the order their ``start`` arrived."""
         return [record.to_call() for record in self._calls.values()]

@@ -99,6 +99,11 @@ class ToolCallTracker:
         refuses events once closed)."""
         return self._machine
 
+    def args_text(self, call_id: str) -> str | None:
+        """The argument text call ``call_id`` holds so far; see
+        :meth:`ToolCallStateMachine.args_text`."""
+        return self._machine.args_text(call_id)
+
     def apply(self, event: EventInput) -> None:
         """Apply one event; see :meth:`ToolCallStateMachine.apply`.
 

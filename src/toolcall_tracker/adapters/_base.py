@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from ..events import Delta, End, Error, Ready, Result, Start
 from ..limits import Limits
 from ..sink import EventCollector, EventSink
+from ._calls import CallTable
+from ._sinkguard import SinkRaised, unwrap
 
 if TYPE_CHECKING:
     from .._recognise import Probe
@@ -70,6 +72,9 @@ class SinkAdapter:
             machine's limits instead.
     """
 
+    _table: CallTable | None = None
+    """The adapter's call table, if it drives one (bound to the same sink)."""
+
     def __init__(self, *, limits: Limits | None = None) -> None:
         self._collector = collector = EventCollector(limits)
         self._sink: EventSink = collector
@@ -85,7 +90,11 @@ class SinkAdapter:
         collector = self._collector
         if self._sink is not collector:
             self._bind(collector)
-        self._translate(item)
+        try:
+            self._translate(item)
+        except SinkRaised as wrapped:
+            collector.take()
+            unwrap(wrapped)
         return collector.take()
 
     def end(self) -> list[AdapterEvent]:
@@ -93,23 +102,35 @@ class SinkAdapter:
         collector = self._collector
         if self._sink is not collector:
             self._bind(collector)
-        self._finish_stream()
+        try:
+            self._finish_stream()
+        except SinkRaised as wrapped:
+            collector.take()
+            unwrap(wrapped)
         return collector.take()
 
     def write(self, item: Any, sink: EventSink) -> None:
         """Write the events one provider item implies into ``sink`` (a machine, a tracker)."""
         if sink is not self._sink:
             self._bind(sink)
-        self._translate(item)
+        try:
+            self._translate(item)
+        except SinkRaised as wrapped:  # what the sink raised, never a malformed item
+            unwrap(wrapped)
 
     def finish(self, sink: EventSink) -> None:
         """Write what the end of the stream implies into ``sink``."""
         if sink is not self._sink:
             self._bind(sink)
-        self._finish_stream()
+        try:
+            self._finish_stream()
+        except SinkRaised as wrapped:
+            unwrap(wrapped)
 
     def _bind(self, sink: EventSink) -> None:
         self._sink = sink
+        if self._table is not None:
+            self._table.bind(sink)
         limits = sink.limits
         if limits is not self._limits:
             self._limits = limits

@@ -3,8 +3,8 @@
 - :func:`_get`: read one field of a provider item that is either the official SDK's typed
   object (an attribute) or the plain dict decoded from the provider's JSON (a key, in
   snake_case or the camelCase some wire formats use).
-- :class:`_IdMinter`: remembers the call ids a stream has used and synthesises stable,
-  unique ids for calls that arrive without one.
+- :class:`IdMinter`: the ids one stream has used; mints stable, unique ids (within
+  ``Limits.max_id_chars``) for calls that arrive without one.
 - :func:`_json_text`: compact JSON text for an argument object that arrived whole.
 - :func:`_usable_id` and :func:`_tool_name`: provider ids and names checked against the
   limits of the sink the adapter writes into.
@@ -20,6 +20,7 @@ from typing import Any, Final, TypeGuard
 from pydantic import BaseModel
 
 from .._support import bounded_repr as _bounded_repr
+from ..limits import Limits
 
 logger: Final = logging.getLogger("toolcall_tracker.adapters")
 """Adapters log the provider items they ignore as malformed here, at DEBUG."""
@@ -92,50 +93,64 @@ def _tool_name(name: str, max_chars: int) -> str:
     return name[:keep] + _CUT if keep > 0 else _CUT[:max_chars]
 
 
-class _IdMinter:
-    """The ids one stream has used; synthesises unique ids for calls that lack one.
+class IdMinter:
+    """The ids one stream has used; mints unique ids for calls that lack one.
 
-    Rule: the synthetic id is the base the adapter derives from the call's position in
-    the stream (documented per adapter); if a call of this stream already uses that id,
-    ``<sep>2``, ``<sep>3``, ... is appended (``sep`` is ``-`` unless given), the smallest
-    suffix still free. Replaying the same stream therefore gives the same ids, and an id
-    is never handed out twice. An id longer than ``max_chars`` is cut (its suffix kept) so
-    that it stays within the sink's ``Limits.max_id_chars``.
+    The minted id is the base the adapter derives from the call's position (documented per
+    adapter); if the stream already used it, ``<sep>2``, ``<sep>3``... is appended (the
+    smallest suffix still free), so replaying a stream gives the same ids and no id is
+    handed out twice. An id is never longer than ``Limits.max_id_chars`` (the base is cut,
+    the suffix kept); when no suffix fits at all, :meth:`mint` returns ``None``.
+
+    Bounded like the machine's own memory of ids: the latest ``Limits.max_calls +
+    Limits.remember_forgotten`` ids are remembered (as many as the machine can still
+    track or remember as forgotten); an older one is forgotten here too.
     """
 
     __slots__ = ("_next", "_sep", "_used")
 
     def __init__(self, sep: str = "-") -> None:
-        self._used: set[str] = set()
+        self._used: dict[str, None] = {}  # oldest first
         self._next: dict[str, int] = {}  # per base: the smallest suffix that may be free
         self._sep = sep
 
-    def claim(self, call_id: str) -> bool:
+    def claim(self, call_id: str, limits: Limits) -> bool:
         """Record a provider-given id; ``False`` if this stream already used it."""
         if call_id in self._used:
             return False
-        self._used.add(call_id)
+        self._remember(call_id, limits)
         return True
 
-    def mint(self, base: str, max_chars: int) -> str:
-        """A new id derived from ``base`` (see the class docstring), recorded as used.
+    def mint(self, base: str, limits: Limits) -> str | None:
+        """A new id derived from ``base``, recorded as used; ``None`` if none fits.
 
-        Linear over a stream: the next suffix to try is remembered per base, so minting
-        ``n`` ids from one base costs ``O(n)`` in all, not ``O(n**2)``.
+        Linear over a stream: the next suffix to try is remembered per base.
         """
         used = self._used
+        max_chars = limits.max_id_chars
         candidate = base[:max_chars]
         if candidate in used:
             suffix = self._next.get(base, 2)
             while True:
                 tail = f"{self._sep}{suffix}"
-                candidate = base[: max(0, max_chars - len(tail))] + tail
+                if len(tail) > max_chars:
+                    return None  # every id that fits is taken: the limit is too small
+                candidate = base[: max_chars - len(tail)] + tail
                 suffix += 1
                 if candidate not in used:
                     break
+            if len(self._next) >= limits.max_calls:
+                self._next.clear()  # a hint only: the search stays correct without it
             self._next[base] = suffix
-        used.add(candidate)
+        self._remember(candidate, limits)
         return candidate
+
+    def _remember(self, call_id: str, limits: Limits) -> None:
+        used = self._used
+        used[call_id] = None
+        bound = limits.max_calls + limits.remember_forgotten
+        while len(used) > bound:
+            del used[next(iter(used))]
 
 
 def _short(value: object, limit: int = 80) -> str:

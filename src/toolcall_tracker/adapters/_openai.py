@@ -4,8 +4,9 @@
   :mod:`~toolcall_tracker.adapters.openai_chat`, :mod:`~toolcall_tracker.adapters.openai_responses`
   and the :mod:`~toolcall_tracker.adapters.openai` compatibility module.
 - :func:`_get` / :func:`_check_item`: field access on SDK objects and dicts.
-- :class:`_Call` / :class:`_TextDigest`: the adapter's record of one call; a Responses call
-  keeps a digest of its streamed text (not the text) to compare with the final arguments.
+- :class:`_Call`: the adapter's record of one call. A Responses call compares its final
+  arguments with the text the sink already holds (``args_text``, on a machine or tracker);
+  only written into a sink that holds no text does it keep a copy, within the limits.
 - :class:`_Emitter`: starting, appending, readying and failing calls through the sink,
   under the sink's limits: a call whose name has not arrived holds its text until it does,
   at most ``Limits.max_args_chars`` characters for all such calls together, and at most
@@ -14,7 +15,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import logging
 from collections.abc import Callable, Mapping
@@ -26,7 +26,7 @@ from .._json import _ArgumentsError, parse_json
 from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
-from ._common import _IdMinter, _tool_name
+from ._common import IdMinter, _tool_name
 
 _logger: Final = logging.getLogger("toolcall_tracker.adapters.openai")
 
@@ -74,7 +74,7 @@ class OpenAIArgumentsMismatch(OpenAICallFailure):
     """(Responses) The final ``arguments`` disagree with the streamed fragments.
 
     ``streamed_chars`` is the length of the text the fragments built (the text itself is
-    the call's ``args_text``; the adapter keeps only a digest of it), ``final`` what
+    the call's ``args_text``), ``final`` what
     ``source`` (the event type that carried it) says. A ``final`` that merely extends the
     streamed text is not a mismatch: the missing suffix is appended instead.
     """
@@ -135,10 +135,15 @@ _dict_get: Final[_Getter] = dict.get
 _NOT_ITEMS: Final = (str, bytes, bytearray, int, float, list, tuple)
 
 
+class _NotAnItem(TypeError):
+    """What :func:`_check_item` raises: the value is no provider item at all (never what a
+    sink raised), so the adapters that never raise may catch exactly this."""
+
+
 def _check_item(item: object) -> None:
     """Raise ``TypeError`` for a value that cannot be a provider item at all."""
     if item is None or (type(item) is not dict and isinstance(item, _NOT_ITEMS)):
-        raise TypeError(
+        raise _NotAnItem(
             f"expected an OpenAI stream item (an SDK object or a dict decoded from the SSE "
             f"JSON), got {type(item).__name__}: {item!r:.80}"
         )
@@ -150,49 +155,6 @@ _PENDING, _READY, _FAILED, _HELD = 0, 1, 2, 3
 """Call statuses. ``_HELD`` (Chat only): still pending, but the next call of its choice
 has started and it was not made ready then; it waits for the ``finish_reason``."""
 _HOLD_PARTS: Final = 256
-_HOLD_CHARS: Final = 1 << 16
-
-
-class _TextDigest:
-    """An incremental BLAKE2b digest of streamed text, and its length, without the text.
-
-    Fragments are hashed in batches (at most 256 fragments or 64 Ki characters are held),
-    so the per-fragment cost is an append. The adapter lets one call at a time hold
-    fragments (it flushes the previous one), so the held text stays bounded whatever the
-    number of calls.
-    """
-
-    __slots__ = ("_hash", "_held", "_hold", "chars")
-
-    def __init__(self) -> None:
-        self._hash = hashlib.blake2b(digest_size=32)
-        self._hold: list[str] = []
-        self._held = 0
-        self.chars = 0
-
-    def add(self, text: str) -> None:
-        """Hash ``text`` after what came before."""
-        self._hold.append(text)
-        self.chars += len(text)
-        self._held += len(text)
-        if self._held > _HOLD_CHARS or len(self._hold) >= _HOLD_PARTS:
-            self.flush()
-
-    def flush(self) -> None:
-        """Hash the fragments held so far (they are released)."""
-        if self._hold:
-            self._hash.update("".join(self._hold).encode("utf-8", "surrogatepass"))
-            self._hold = []
-            self._held = 0
-
-    def is_prefix_of(self, final: str) -> bool:
-        """Whether ``final`` starts with the text hashed so far."""
-        chars = self.chars
-        if len(final) < chars:
-            return False
-        self.flush()
-        head = final[:chars].encode("utf-8", "surrogatepass")
-        return hashlib.blake2b(head, digest_size=32).digest() == self._hash.digest()
 
 
 def _keep(call: _Call, fragment: str, limit: int) -> None:
@@ -265,15 +227,17 @@ class _Call:
 
     ``started`` says whether ``Start`` was written; until then (the name has not arrived)
     fragments wait in ``parts`` (``held`` characters), unless they outgrew the limits
-    (``dropped``). ``size`` counts every character of the call's text; ``digest`` (the
-    Responses adapter) hashes it. ``has_text``: any non-empty fragment arrived. ``text``
-    (Chat, the latest call of a choice that may make calls ready early): the call's text
-    so far, ``kept`` characters, at most ``Limits.max_args_chars`` (``None`` once dropped
-    or released), read once, when the next call of the choice starts.
+    (``dropped``). ``size`` counts every character of the call's text. ``custom``
+    (Responses): a custom tool's call, whose free-text input is written as a JSON string.
+    ``has_text``: any non-empty fragment arrived. ``text``: the call's text so far,
+    ``kept`` characters, at most ``Limits.max_args_chars`` (``None`` once dropped or
+    released); kept by Chat for the latest call of a choice that may make calls ready
+    early (read once, when the next call starts), and by Responses when its sink holds no
+    text (read when final arguments arrive).
     """
 
     __slots__ = (
-        "digest",
+        "custom",
         "dropped",
         "has_text",
         "held",
@@ -289,7 +253,7 @@ class _Call:
         "waiting",
     )
 
-    def __init__(self, call_id: str, name: str | None, digest: bool) -> None:
+    def __init__(self, call_id: str, name: str | None, keep: bool) -> None:
         self.id = call_id
         self.name = name
         self.started = False
@@ -300,9 +264,9 @@ class _Call:
         self.size = 0
         self.dropped = False
         self.waiting = False  # counted among the calls waiting for a name
-        self.digest = _TextDigest() if digest else None
+        self.custom = False
         self.scan: _JsonEnd | None = None  # (Chat) set for a call with neither id nor index
-        self.text: io.StringIO | None = None
+        self.text: io.StringIO | None = io.StringIO() if keep else None
         self.kept = 0
 
 
@@ -310,18 +274,27 @@ class _Emitter(SinkAdapter):
     """What both adapters share: unique ids, starting, appending, readying, failing."""
 
     _api: _API
+    _copies_text = False
+    """(Responses) ``_Call.text`` is a copy of the call's text, kept (for a sink that holds
+    none) to compare with final arguments that may still arrive after ``ready``."""
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
-        self._ids = _IdMinter("_")
+        self._ids = IdMinter("_")
         self._ended = False
         self._waiting = 0  # calls holding text until their name arrives
         self._held = 0  # the characters they hold, all together
-        self._hashing: _TextDigest | None = None  # the one digest that may hold fragments
 
-    def _unique(self, candidate: str) -> str:
-        """``candidate``, or ``candidate_2``, ``_3``... if another call already has it."""
-        return self._ids.mint(candidate, self._limits.max_id_chars)
+    def _unique(self, candidate: str) -> str | None:
+        """``candidate``, or ``candidate_2``, ``_3``... if another call already has it;
+        ``None`` (logged at WARNING) when no such id fits ``Limits.max_id_chars``."""
+        minted = self._ids.mint(candidate, self._limits)
+        if minted is None:
+            _logger.warning(
+                "ignored a tool call: no id fits Limits.max_id_chars (%d)",
+                self._limits.max_id_chars,
+            )
+        return minted
 
     def _admit(self, call: _Call) -> bool:
         """Count a call created without a name; ``False`` if ``Limits.max_calls`` such
@@ -371,13 +344,6 @@ class _Emitter(SinkAdapter):
             scan.add(fragment)
         if call.text is not None:
             _keep(call, fragment, self._limits.max_args_chars)
-        digest = call.digest
-        if digest is not None:
-            if digest is not self._hashing:
-                if self._hashing is not None:
-                    self._hashing.flush()
-                self._hashing = digest
-            digest.add(fragment)
         limit = self._limits.max_args_chars
         if call.started:
             self._sink.write_delta(call.id, fragment)
@@ -406,7 +372,8 @@ class _Emitter(SinkAdapter):
         """Make a pending call ready: empty text becomes ``{}``; a nameless call fails."""
         if call.status != _PENDING and call.status != _HELD:
             return
-        call.text = None
+        if not self._copies_text:
+            call.text = None  # (Chat) read only while the call may become ready early
         if not call.name:
             self._fail(
                 call,
@@ -421,7 +388,9 @@ class _Emitter(SinkAdapter):
             self._start(call)
             if call.status != _PENDING:
                 return
-        if not call.has_text:
+        if call.custom:  # a custom tool's free text: one JSON string
+            self._append(call, '"' if call.has_text else '""')
+        elif not call.has_text:
             self._append(call, "{}")
         call.status = _READY
         self._sink.write_ready(call.id)

@@ -67,23 +67,18 @@ from .._json import _ArgumentsError, parse_json
 from ..errors import CallFailure
 from ..limits import Limits
 from ._ai_sdk_encoder import (
-    _FINISHED,
-    _READY,
-    _STREAMING,
     SSE_DONE,
     UI_MESSAGE_STREAM_HEADERS,
     AISDKEncoder,
     AISDKListener,
-    _Text,
     encode_ai_sdk,
     to_sse,
 )
 from ._base import SinkAdapter
+from ._calls import RULES, CallTable, Record
 from ._common import (
     _get,
-    _json_text,
     _short,
-    _tool_name,
     _usable_id,
     logger,
 )
@@ -135,15 +130,6 @@ class AISDKMalformedPart(CallFailure):
 _MISSING: Any = object()
 
 
-class _Call:
-    __slots__ = ("name", "state", "text")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.text = _Text()
-        self.state = _STREAMING
-
-
 def _decode_text(item: str | bytes) -> Any:
     """A part from a ``data:`` line or a JSON text; ``None`` for ``[DONE]`` and blanks."""
     text = item.decode() if isinstance(item, bytes) else item
@@ -164,9 +150,10 @@ class AISDKAdapter(SinkAdapter):
     Limits (those of the sink written into): a ``toolCallId`` longer than
     ``Limits.max_id_chars`` routes nothing (its parts are ignored and logged), a
     ``toolName`` longer than ``max_name_chars`` is cut to a name no tool can have
-    (``...(cut)``). The streamed text of a call is kept, for the ``tool-input-available``
-    check, only up to ``max_args_chars`` characters: past that the sink has failed the
-    call (``ArgumentsTooLarge``) and the text is released.
+    (``...(cut)``). The ``tool-input-available`` check reads the streamed text back from
+    the machine or tracker written into; only through ``feed`` / ``end`` does the adapter
+    keep a copy, up to ``max_args_chars`` characters (past that the sink has failed the
+    call, ``ArgumentsTooLarge``, and the copy is released).
 
     Args:
         limits: the limits to honour through ``feed`` / ``end`` (written into a machine
@@ -175,18 +162,26 @@ class AISDKAdapter(SinkAdapter):
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
-        self._calls: dict[str, _Call] = {}
-        self._ended = False
+        self._table = self._calls = CallTable(RULES["ai_sdk"], _failure, self._sink)
 
     def _translate(self, item: Any) -> None:
-        """Write the events one part implies (possibly none). Never raises."""
+        """Write the events one part implies (possibly none). Only what the sink raises
+        propagates; a part that cannot be read is logged and ignored."""
+        calls = self._calls
         try:
-            if isinstance(item, str | bytes):
-                item = _decode_text(item)
-            kind = _get(item, "type")
-            if kind == "tool-input-delta":
-                self._on_delta(item)
-                return
+            if type(item) is dict:
+                kind = item.get("type")
+                if kind == "tool-input-delta":
+                    if not calls.more(item.get("toolCallId"), item.get("inputTextDelta")):
+                        self._on_delta(item)
+                    return
+            else:
+                if isinstance(item, str | bytes):
+                    item = _decode_text(item)
+                kind = _get(item, "type")
+                if kind == "tool-input-delta":
+                    self._on_delta(item)
+                    return
             if not isinstance(kind, str) or not kind.startswith(
                 ("tool-", "finish", "error", "abort")
             ):
@@ -194,7 +189,7 @@ class AISDKAdapter(SinkAdapter):
             if kind.startswith("tool-output-"):
                 self._on_output(item, kind)
                 return
-            if self._ended:
+            if calls.ended:
                 return
             if kind == "tool-input-start":
                 self._on_start(item)
@@ -205,14 +200,14 @@ class AISDKAdapter(SinkAdapter):
             elif kind == "finish":
                 reason = _get(item, "finishReason")
                 if isinstance(reason, str):
-                    self._finish(reason in _OK_FINISH_REASONS, reason)
+                    calls.end(reason in _OK_FINISH_REASONS, reason)
                 else:
-                    self._finish(True, "finish")
+                    calls.end(True, "finish")
             elif kind == "error":
                 text = _get(item, "errorText")
-                self._finish(False, text if isinstance(text, str) and text else "error")
+                calls.end(False, text if isinstance(text, str) and text else "error")
             elif kind == "abort":
-                self._finish(False, "abort")
+                calls.end(False, "abort")
         except Exception:
             logger.debug(
                 "ai_sdk: ignored a part that could not be read: %.200r", item, exc_info=True
@@ -220,121 +215,84 @@ class AISDKAdapter(SinkAdapter):
 
     def _finish_stream(self) -> None:
         """The end of the stream: ``End(ok=False)`` unless a finish/error/abort part came."""
-        if not self._ended:
-            self._finish(False, "stream ended without a finish part")
+        if not self._calls.ended:
+            self._calls.end(False, "stream ended without a finish part")
 
     # -- handlers ---------------------------------------------------------------------
 
     def _on_delta(self, item: Any) -> None:
         call_id = _get(item, "toolCallId")
-        call = self._calls.get(call_id) if isinstance(call_id, str) else None
-        if call is None or call.state != _STREAMING or self._ended:
-            return
-        text = _get(item, "inputTextDelta")
-        if not isinstance(text, str):
-            why = f"inputTextDelta must be a string, got {_short(text)}"
-            self._fail(call_id, call, "tool-input-delta", why)
-            return
-        if not text:
-            return
-        self._sink.write_delta(call_id, text)
-        if not call.text.add(text, self._limits.max_args_chars):
-            call.state = _FINISHED  # the sink failed it (ArgumentsTooLarge)
+        record = self._calls.records.get(call_id) if isinstance(call_id, str) else None
+        if record is not None:  # no call there: ignored (parts always start a call first)
+            self._calls.append(record, _get(item, "inputTextDelta"), "tool-input-delta")
+
+    def _record(self, item: Any, part_type: str, *, start: bool = True) -> Record | None:
+        """The record of the part's call; started by ``part_type`` if ``start`` and new."""
+        call_id = _get(item, "toolCallId")
+        if not _usable_id(call_id, self._limits.max_id_chars):
+            logger.debug("ai_sdk: ignored a %s without a usable toolCallId", part_type)
+            return None
+        calls = self._calls
+        record = calls.records.get(call_id)
+        if record is None and start:
+            record = calls.start(call_id, call_id, _get(item, "toolName"), part_type)
+        return record
 
     def _on_start(self, item: Any) -> None:
-        call_id = _get(item, "toolCallId")
-        if not _usable_id(call_id, self._limits.max_id_chars):
-            logger.debug("ai_sdk: ignored a tool-input-start without a usable toolCallId")
-            return
-        if call_id in self._calls:
-            return
-        self._begin(call_id, _get(item, "toolName"), "tool-input-start")
-
-    def _begin(self, call_id: str, name: Any, part_type: str) -> _Call:
-        call = self._calls[call_id] = _Call(name if isinstance(name, str) else "")
-        self._sink.write_start(call_id, _tool_name(call.name, self._limits.max_name_chars))
-        if not isinstance(name, str):
-            self._fail(call_id, call, part_type, f"toolName is {_short(name)}")
-        return call
+        if _get(item, "toolCallId") not in self._calls.records:
+            self._record(item, "tool-input-start")
 
     def _on_available(self, item: Any) -> None:
-        call_id = _get(item, "toolCallId")
-        if not _usable_id(call_id, self._limits.max_id_chars):
-            logger.debug("ai_sdk: ignored a tool-input-available without a usable toolCallId")
-            return
-        call = self._calls.get(call_id)
-        if call is None:
-            call = self._begin(call_id, _get(item, "toolName"), "tool-input-available")
-        if call.state != _STREAMING:
+        calls = self._calls
+        record = self._record(item, "tool-input-available")
+        if record is None or not record.open:
             return
         given = item.get("input", _MISSING) if isinstance(item, Mapping) else _MISSING
-        sink = self._sink
-        if not call.text.blank:
-            streamed = call.text.text()
-            call.text = _Text()  # released: nothing reads it again
-            if given is not _MISSING and not _same_json(streamed, given):
-                call.state = _FINISHED
-                failure = AISDKInputMismatch(
-                    message=f"call {call_id!r} ({call.name}): tool-input-available has an "
-                    f"input ({_short(given)}) the streamed text does not parse to",
+        if record.empty:
+            record.initial = None if given is _MISSING else given
+        elif given is not _MISSING:
+            streamed = calls.text(record)
+            if streamed is not None and not _same_json(streamed, given):
+                mismatch = AISDKInputMismatch(
+                    message=f"call {record.call_id!r} ({record.name}): tool-input-available "
+                    f"has an input ({_short(given)}) the streamed text does not parse to",
                     input=given,
                 )
-                sink.write_error(call_id, failure)
+                calls.fail(record, "", "tool-input-available", mismatch)
                 return
-            call.state = _READY
-            sink.write_ready(call_id)
-            return
-        text = "{}" if given is _MISSING or given is None else _json_text(given)
-        if text is None:
-            why = f"input cannot be written as JSON: {_short(given)}"
-            self._fail(call_id, call, "tool-input-available", why)
-            return
-        call.state = _READY
-        sink.write_delta(call_id, text)
-        sink.write_ready(call_id)
+        calls.close(record.call_id, "tool-input-available")
 
     def _on_input_error(self, item: Any) -> None:
-        call_id = _get(item, "toolCallId")
-        if not _usable_id(call_id, self._limits.max_id_chars):
-            return
-        call = self._calls.get(call_id)
-        if call is None:
-            call = self._begin(call_id, _get(item, "toolName"), "tool-input-error")
-        if call.state == _FINISHED:
-            return
-        call.state = _FINISHED
-        self._sink.write_error(call_id, _tool_error(item, "tool-input-error"))
+        record = self._record(item, "tool-input-error")
+        if record is not None and not record.finished:
+            self._calls.finish(record, _tool_error(item, "tool-input-error"))
 
     def _on_output(self, item: Any, kind: str) -> None:
         call_id = _get(item, "toolCallId")
         if not _usable_id(call_id, self._limits.max_id_chars):
             return
-        call = self._calls.get(call_id)
-        if call is not None and call.state == _FINISHED:
+        calls = self._calls
+        record = calls.records.get(call_id)
+        if record is not None and record.finished:
             return
         if kind == "tool-output-available":
             if _get(item, "preliminary") is True:
                 return
-            if call is not None:
-                call.state = _FINISHED
-            self._sink.write_result(call_id, _get(item, "output"))
+            if record is not None:
+                record.finished = True
+            calls.result(call_id, _get(item, "output"))
         elif kind in ("tool-output-error", "tool-output-denied"):
-            if call is not None:
-                call.state = _FINISHED
-            self._sink.write_error(call_id, _tool_error(item, kind))
+            if record is not None:
+                calls.finish(record, _tool_error(item, kind))
+            else:
+                calls.error(call_id, _tool_error(item, kind))
 
-    def _finish(self, ok: bool, reason: str) -> None:
-        self._ended = True
-        self._sink.write_end(ok, reason)
 
-    def _fail(self, call_id: str, call: _Call, part_type: str, why: str) -> None:
-        call.state = _FINISHED
-        call.text = _Text()
-        failure = AISDKMalformedPart(
-            message=f"call {call_id!r} ({call.name}): malformed {part_type}: {why}",
-            part_type=part_type,
-        )
-        self._sink.write_error(call_id, failure)
+def _failure(record: Record, why: str, part_type: str) -> AISDKMalformedPart:
+    return AISDKMalformedPart(
+        message=f"call {record.call_id!r} ({record.name}): malformed {part_type}: {why}",
+        part_type=part_type,
+    )
 
 
 def _same_json(text: str, value: Any) -> bool:

@@ -44,7 +44,9 @@ so a loop over ``tracker.ready_calls()`` only ever sees calls your code must run
 ``content`` as plain JSON, or ``Error`` with an :class:`AnthropicServerToolError` when the
 content is an error object (``type`` ending in ``_error``) or ``is_error`` is true.
 
-Malformed events never raise and never end the stream; they fail their own call only:
+Malformed events never raise and never end the stream; they fail their own call only (an
+exception raised by the sink being written into, or by one of its listeners, is not a
+malformed event: it propagates):
 
 - an ``input_json_delta`` whose ``partial_json`` is not a string, a tool block without a
   string ``name``, or an ``input`` that cannot be written as JSON: the call fails with an
@@ -74,17 +76,8 @@ from typing import Any, Final, Literal
 from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
-from ._common import (
-    _IS_MAPPING,
-    _get,
-    _IdMinter,
-    _json_text,
-    _plain,
-    _short,
-    _tool_name,
-    _usable_id,
-    logger,
-)
+from ._calls import RULES, CallTable, malformed_event
+from ._common import _IS_MAPPING, _get, _plain, logger
 
 __all__ = ["AnthropicAdapter", "AnthropicMalformedEvent", "AnthropicServerToolError"]
 
@@ -114,20 +107,7 @@ class AnthropicServerToolError(CallFailure):
 
 _CLIENT_TOOL_BLOCKS: Final = frozenset({"tool_use"})
 _SERVER_TOOL_BLOCKS: Final = frozenset({"server_tool_use", "mcp_tool_use"})
-_JSON_WS: Final = " \t\n\r"
-
-
-class _Block:
-    """One tracked tool block: its call id, and what has been streamed into it."""
-
-    __slots__ = ("blank", "call_id", "closed", "input", "name")
-
-    def __init__(self, call_id: str, name: str, initial_input: Any) -> None:
-        self.call_id = call_id
-        self.name = name
-        self.input = initial_input
-        self.blank = True  # no non-whitespace fragment yet
-        self.closed = False
+_FAILURE: Final = malformed_event(AnthropicMalformedEvent)
 
 
 class AnthropicAdapter(SinkAdapter):
@@ -143,18 +123,6 @@ class AnthropicAdapter(SinkAdapter):
             or tracker, the adapter honours that machine's limits instead).
     """
 
-    __slots__ = (
-        "_blocks",
-        "_early",
-        "_ended",
-        "_ids",
-        "_ok_reasons",
-        "_server_calls",
-        "_server_tools",
-        "_stop_reason",
-        "_tool_types",
-    )
-
     def __init__(
         self,
         *,
@@ -168,63 +136,51 @@ class AnthropicAdapter(SinkAdapter):
             _CLIENT_TOOL_BLOCKS | _SERVER_TOOL_BLOCKS if server_tools else _CLIENT_TOOL_BLOCKS
         )
         self._ok_reasons = frozenset(ok_stop_reasons)
-        self._blocks: dict[int, _Block] = {}
-        self._early: set[int] = set()  # indexes that got argument text before their block
+        self._table = self._calls = CallTable(RULES["anthropic"], _FAILURE, self._sink)
         self._server_calls: set[str] = set()
-        self._ids = _IdMinter()
         self._stop_reason: str | None = None
-        self._ended = False
 
     def _translate(self, item: Any) -> None:
-        """Write the events one stream event implies (often none). Never raises."""
+        """Write the events one stream event implies (often none). Only what the sink
+        raises propagates; an event that cannot be read is logged and ignored."""
+        calls = self._calls
         try:
-            # The hot path, inlined: a non-empty fragment for a block already streaming
-            # (as a plain dict, or as an SDK object). Anything else takes the general path.
+            # The fast path: more text for a call already streaming, read from a dict or
+            # an SDK object with plain access. Anything else takes the general path.
             cls = type(item)
             if cls is dict:
                 if item.get("type") == "content_block_delta":
-                    block = self._blocks.get(item.get("index"))
                     delta = item.get("delta")
-                    if (
-                        block is not None
-                        and not block.blank
-                        and not block.closed
-                        and type(delta) is dict
+                    if not (
+                        type(delta) is dict
                         and delta.get("type") == "input_json_delta"
+                        and calls.more(item.get("index"), delta.get("partial_json"))
                     ):
-                        text = delta.get("partial_json")
-                        if type(text) is str and text:
-                            self._sink.write_delta(block.call_id, text)
-                            return
-                    self._on_delta(item)
+                        self._on_delta(item)
                     return
             elif _IS_MAPPING.get(cls) is False:
-                try:  # plain attribute reads: an SDK event of this type has every field
+                try:  # an SDK event of this type has every field
                     if item.type == "content_block_delta":
-                        block = self._blocks.get(item.index)
-                        if block is not None and not block.blank and not block.closed:
-                            delta = item.delta
-                            if delta.type == "input_json_delta":
-                                text = delta.partial_json
-                                if type(text) is str and text:
-                                    self._sink.write_delta(block.call_id, text)
-                                    return
-                        self._on_delta(item)
+                        delta = item.delta
+                        if not (
+                            delta.type == "input_json_delta"
+                            and calls.more(item.index, delta.partial_json)
+                        ):
+                            self._on_delta(item)
                         return
                 except AttributeError:
                     pass  # not shaped like an SDK event: the general path reads it safely
             kind = _get(item, "type")
             if kind == "content_block_delta":
                 self._on_delta(item)
+            elif calls.ended:
                 return
-            if self._ended:
-                return
-            if kind == "content_block_start":
-                self._on_block_start(item)
+            elif kind == "content_block_start":
+                self._on_block_start(_get(item, "index"), _get(item, "content_block"))
             elif kind == "message_start":
                 self._on_message_start(item)
             elif kind == "content_block_stop":
-                self._on_block_stop(item)
+                calls.close(_get(item, "index"), "content_block_stop")
             elif kind == "message_delta":
                 reason = _get(_get(item, "delta"), "stop_reason")
                 if isinstance(reason, str):
@@ -242,49 +198,26 @@ class AnthropicAdapter(SinkAdapter):
         If a ``stop_reason`` arrived it decides ``ok``; a stream that stopped before any
         ``stop_reason`` ends not ok (reason ``"stream ended before message_stop"``).
         """
-        if self._ended:
+        if self._calls.ended:
             return
         if self._stop_reason is None:
-            self._ended = True
-            self._sink.write_end(False, "stream ended before message_stop")
+            self._calls.end(False, "stream ended before message_stop")
             return
         self._finish()
 
     # -- handlers ---------------------------------------------------------------------
 
     def _on_delta(self, item: Any) -> None:
+        calls = self._calls
         index = _get(item, "index")
-        block = self._blocks.get(index)
-        if block is None or block.closed:
-            if (
-                block is None
-                and not self._ended
-                and type(index) is int
-                and _get(_get(item, "delta"), "type") == "input_json_delta"
-                and len(self._early) < self._limits.max_calls
-            ):
-                # A fragment before its block started: the call that starts there cannot
-                # be trusted (its text would miss this fragment).
-                logger.debug("anthropic: an input_json_delta at index %d before its block", index)
-                self._early.add(index)
-            return
+        record = calls.records.get(index)
         delta = _get(item, "delta")
-        if _get(delta, "type") != "input_json_delta":
-            return  # text/citation deltas at a tool block's index: ignored, as upstream
-        text = _get(delta, "partial_json")
-        if type(text) is not str and not isinstance(text, str):
-            self._fail(
-                block,
-                f"partial_json must be a string, got {_short(text)}",
-                "content_block_delta",
-                _get(item, "index"),
-            )
+        if record is None or not record.open:
+            if record is None and type(index) is int and _get(delta, "type") == "input_json_delta":
+                calls.early(index)
             return
-        if not text:
-            return
-        if block.blank and text.strip(_JSON_WS):
-            block.blank = False
-        self._sink.write_delta(block.call_id, text)
+        if _get(delta, "type") == "input_json_delta":  # text/citation deltas: ignored
+            calls.append(record, _get(delta, "partial_json"), "content_block_delta")
 
     def _on_message_start(self, item: Any) -> None:
         """Blocks that arrive whole inside ``message_start.message.content`` (programmatic
@@ -293,75 +226,32 @@ class AnthropicAdapter(SinkAdapter):
         content = _get(message, "content")
         if isinstance(content, list | tuple):
             for index, block in enumerate(content):
-                self._on_block_start(
-                    {"type": "content_block_start", "index": index, "content_block": block}
-                )
-                self._on_block_stop({"type": "content_block_stop", "index": index})
+                self._on_block_start(index, block)
+                self._calls.close(index, "content_block_stop")
         reason = _get(message, "stop_reason")
         if isinstance(reason, str):
             self._stop_reason = reason
 
-    def _on_block_start(self, item: Any) -> None:
-        index = _get(item, "index")
-        content = _get(item, "content_block")
+    def _on_block_start(self, index: Any, content: Any) -> None:
         block_type = _get(content, "type")
         if block_type not in self._tool_types:
             if self._server_tools and isinstance(block_type, str):
                 self._on_server_result(content, block_type)
             return
         if type(index) is not int:
-            logger.debug("anthropic: ignored a tool block without an integer index: %r", item)
+            logger.debug("anthropic: ignored a tool block without an integer index")
             return
-        call_id = _get(content, "id")
-        old = self._blocks.get(index)
-        if old is not None and not old.closed:
-            if old.call_id == call_id:
-                return  # the same block announced twice
-            why = "a new block started at its index before it closed"
-            self._fail(old, why, "content_block_start", index)
-        max_id = self._limits.max_id_chars
-        if not _usable_id(call_id, max_id):
-            call_id = self._ids.mint(f"anthropic-block-{index}", max_id)
-        elif not self._ids.claim(call_id):
-            logger.debug("anthropic: ignored a tool block reusing id %r", call_id)
-            self._blocks.pop(index, None)
-            return
-        name = _get(content, "name")
-        block = self._blocks[index] = _Block(call_id, name if isinstance(name, str) else "", None)
-        if block_type in _SERVER_TOOL_BLOCKS:
-            self._server_calls.add(call_id)
-        self._sink.write_start(call_id, _tool_name(block.name, self._limits.max_name_chars))
-        if not isinstance(name, str):
-            why = f"the tool block has no string name ({_short(name)})"
-            self._fail(block, why, "content_block_start", index)
-        elif index in self._early:
-            self._early.discard(index)
-            why = "argument text (input_json_delta) arrived before the block started"
-            self._fail(block, why, "content_block_delta", index)
-        else:
-            block.input = _get(content, "input")
-
-    def _on_block_stop(self, item: Any) -> None:
-        index = _get(item, "index")
-        block = self._blocks.get(index)
-        if block is None or block.closed:
-            return
-        if not block.blank:
-            block.closed = True
-            self._sink.write_ready(block.call_id)
-            return
-        initial = block.input
-        if initial is None or (not isinstance(initial, str) and not _plain(initial)):
-            text: str | None = "{}"
-        else:
-            text = _json_text(initial)
-        if text is None:
-            why = f"the block's input cannot be written as JSON: {_short(initial)}"
-            self._fail(block, why, "content_block_stop", index)
-            return
-        block.closed = True
-        self._sink.write_delta(block.call_id, text)
-        self._sink.write_ready(block.call_id)
+        server = block_type in _SERVER_TOOL_BLOCKS
+        record = self._calls.start(
+            index,
+            _get(content, "id"),
+            _get(content, "name"),
+            "content_block_start",
+            initial=_get(content, "input"),
+            server=server,
+        )
+        if record is not None and server:
+            self._server_calls.add(record.call_id)
 
     def _on_server_result(self, content: Any, block_type: str) -> None:
         call_id = _get(content, "tool_use_id")
@@ -374,7 +264,7 @@ class AnthropicAdapter(SinkAdapter):
             isinstance(error_type, str) and error_type.endswith("_error")
         ):
             code = _get(value, "error_code") if isinstance(value, dict) else None
-            self._sink.write_error(
+            self._calls.error(
                 call_id,
                 AnthropicServerToolError(
                     message=f"the server tool reported an error ({block_type}"
@@ -385,32 +275,13 @@ class AnthropicAdapter(SinkAdapter):
                 ),
             )
             return
-        self._sink.write_result(call_id, value)
+        self._calls.result(call_id, value)
 
     def _on_error(self, item: Any) -> None:
         error = _get(item, "error")
         parts = [p for p in (_get(error, "type"), _get(error, "message")) if isinstance(p, str)]
-        self._ended = True
-        self._blocks.clear()
-        self._sink.write_end(False, "error: " + ": ".join(parts) if parts else "error")
+        self._calls.end(False, "error: " + ": ".join(parts) if parts else "error")
 
     def _finish(self) -> None:
-        self._ended = True
-        self._blocks.clear()
         reason = self._stop_reason
-        self._sink.write_end(
-            reason in self._ok_reasons, reason or "message_stop without stop_reason"
-        )
-
-    def _fail(self, block: _Block, why: str, event_type: str, index: Any) -> None:
-        if block.closed:
-            return
-        block.closed = True
-        self._sink.write_error(
-            block.call_id,
-            AnthropicMalformedEvent(
-                message=f"call {block.call_id!r} ({block.name}): malformed {event_type}: {why}",
-                event_type=event_type,
-                index=index if type(index) is int else None,
-            ),
-        )
+        self._calls.end(reason in self._ok_reasons, reason or "message_stop without stop_reason")

@@ -37,7 +37,8 @@ becomes ready like any other, and its ``toolResult`` block completes it (``Resul
 the block's content list as plain JSON, or ``Error`` with a :class:`BedrockServerToolError`
 when the block's ``status`` is ``error``).
 
-Malformed events never raise and fail their own call only:
+Malformed events never raise and fail their own call only (what the sink or one of its
+listeners raises propagates):
 
 - ``input`` that is not a string, or a ``toolUse`` without a string ``name``: the call
   fails with a :class:`BedrockMalformedEvent`; later events for its block are dropped;
@@ -61,7 +62,8 @@ from typing import Any, Final, Literal
 from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
-from ._common import _get, _IdMinter, _json_text, _plain, _short, _tool_name, _usable_id, logger
+from ._calls import RULES, CallTable, malformed_event
+from ._common import _get, _json_text, _plain, logger
 
 __all__ = ["BedrockConverseAdapter", "BedrockMalformedEvent", "BedrockServerToolError"]
 
@@ -89,17 +91,7 @@ class BedrockServerToolError(CallFailure):
 
 
 _DEFAULT_OK: Final = ("end_turn", "tool_use", "stop_sequence")
-
-
-class _Block:
-    __slots__ = ("call_id", "closed", "has_text", "name", "server")
-
-    def __init__(self, call_id: str, name: str, server: bool) -> None:
-        self.call_id = call_id
-        self.name = name
-        self.server = server
-        self.has_text = False
-        self.closed = False
+_FAILURE: Final = malformed_event(BedrockMalformedEvent)
 
 
 class _ResultBlock:
@@ -127,17 +119,6 @@ class BedrockConverseAdapter(SinkAdapter):
             or tracker, the adapter honours that machine's limits instead).
     """
 
-    __slots__ = (
-        "_blocks",
-        "_early",
-        "_ended",
-        "_ids",
-        "_ok_reasons",
-        "_results",
-        "_server_calls",
-        "_server_tools",
-    )
-
     def __init__(
         self,
         *,
@@ -148,21 +129,32 @@ class BedrockConverseAdapter(SinkAdapter):
         super().__init__(limits=limits)
         self._server_tools = server_tools
         self._ok_reasons = frozenset(ok_stop_reasons)
-        self._blocks: dict[int, _Block] = {}
+        self._table = self._calls = CallTable(RULES["bedrock"], _FAILURE, self._sink)
         self._results: dict[int, _ResultBlock] = {}
-        self._early: set[int] = set()
         self._server_calls: set[str] = set()
-        self._ids = _IdMinter()
-        self._ended = False
 
     def _translate(self, item: Any) -> None:
-        """Write the events one stream event implies (often none). Never raises."""
+        """Write the events one stream event implies (often none). Only what the sink
+        raises propagates; an event that cannot be read is logged and ignored."""
+        calls = self._calls
         try:
-            if self._ended:
+            if calls.ended:
                 return
+            if type(item) is dict:  # the fast path: more text, as boto3's plain dicts
+                body = item.get("contentBlockDelta")
+                if type(body) is dict:
+                    fragment = body.get("delta")
+                    tool_use = fragment.get("toolUse") if type(fragment) is dict else None
+                    if type(tool_use) is dict and calls.more(
+                        body.get("contentBlockIndex"), tool_use.get("input")
+                    ):
+                        return
             delta = _get(item, "contentBlockDelta", "content_block_delta")
             if delta is not None:
-                self._on_delta(delta)
+                index = _get(delta, "contentBlockIndex", "content_block_index")
+                tool_use = _get(_get(delta, "delta"), "toolUse", "tool_use")
+                if not calls.more(index, _get(tool_use, "input")):
+                    self._on_delta(index, delta, tool_use)
                 return
             start = _get(item, "contentBlockStart", "content_block_start")
             if start is not None:
@@ -170,7 +162,12 @@ class BedrockConverseAdapter(SinkAdapter):
                 return
             stop = _get(item, "contentBlockStop", "content_block_stop")
             if stop is not None:
-                self._on_stop(_get(stop, "contentBlockIndex", "content_block_index"))
+                index = _get(stop, "contentBlockIndex", "content_block_index")
+                result = self._results.pop(index, None)
+                if result is not None:
+                    self._on_result_stop(result)
+                else:
+                    calls.close(index, "contentBlockStop")
                 return
             message_stop = _get(item, "messageStop", "message_stop")
             if message_stop is not None:
@@ -194,7 +191,7 @@ class BedrockConverseAdapter(SinkAdapter):
 
     def _finish_stream(self) -> None:
         """The end of the stream: ``End(ok=False)`` unless ``messageStop`` ended the turn."""
-        if not self._ended:
+        if not self._calls.ended:
             self._end(False, "stream ended before messageStop")
 
     # -- handlers ---------------------------------------------------------------------
@@ -217,69 +214,39 @@ class BedrockConverseAdapter(SinkAdapter):
         server = _get(tool_use, "type") == "server_tool_use"
         if server and not self._server_tools:
             return
-        call_id = _get(tool_use, "toolUseId", "tool_use_id")
-        old = self._blocks.get(index)
-        if old is not None and not old.closed:
-            if old.call_id == call_id:
-                return  # the same block announced twice
-            self._fail(old, "a new block started at its index before it closed", "start", index)
-        max_id = self._limits.max_id_chars
-        if not _usable_id(call_id, max_id):
-            call_id = self._ids.mint(f"bedrock-block-{index}", max_id)
-        elif not self._ids.claim(call_id):
-            logger.debug("bedrock: ignored a toolUse block reusing id %r", call_id)
-            self._blocks.pop(index, None)
-            return
-        name = _get(tool_use, "name")
-        block = self._blocks[index] = _Block(call_id, name if isinstance(name, str) else "", server)
-        if server:
-            self._server_calls.add(call_id)
-        self._sink.write_start(call_id, _tool_name(block.name, self._limits.max_name_chars))
-        if not isinstance(name, str):
-            self._fail(block, f"toolUse has no string name ({_short(name)})", "start", index)
-        elif index in self._early:
-            self._early.discard(index)
-            why = "argument text (toolUse.input) arrived before the block started"
-            self._fail(block, why, "contentBlockDelta", index)
+        record = self._calls.start(
+            index,
+            _get(tool_use, "toolUseId", "tool_use_id"),
+            _get(tool_use, "name"),
+            "start",
+            server=server,
+        )
+        if record is not None and server:
+            self._server_calls.add(record.call_id)
 
-    def _on_delta(self, event: Any) -> None:
-        index = _get(event, "contentBlockIndex", "content_block_index")
-        delta = _get(event, "delta")
-        block = self._blocks.get(index)
-        if block is None or block.closed:
+    def _on_delta(self, index: Any, event: Any, tool_use: Any) -> None:
+        calls = self._calls
+        record = calls.records.get(index)
+        if record is None or not record.open:
             result = self._results.get(index)
             if result is not None:
+                delta = _get(event, "delta")
                 self._on_result_delta(result, _get(delta, "toolResult", "tool_result"))
-                return
-            if (
-                block is None
-                and type(index) is int
-                and _get(delta, "toolUse", "tool_use") is not None
-                and len(self._early) < self._limits.max_calls
-            ):
-                logger.debug("bedrock: toolUse input at index %d before its block", index)
-                self._early.add(index)
+            elif record is None and type(index) is int and tool_use is not None:
+                calls.early(index)
             return
-        tool_use = _get(delta, "toolUse", "tool_use")
-        if tool_use is None:
-            return  # text or reasoning at a tool block's index: ignored
-        text = _get(tool_use, "input")
-        if not isinstance(text, str):
-            why = f"toolUse.input must be a string, got {_short(text)}"
-            self._fail(block, why, "contentBlockDelta", index)
-            return
-        if text:
-            block.has_text = True
-            self._sink.write_delta(block.call_id, text)
+        if tool_use is not None:  # text or reasoning at a tool block's index: ignored
+            calls.append(record, _get(tool_use, "input"), "contentBlockDelta")
 
     def _on_result_delta(self, result: _ResultBlock, pieces: Any) -> None:
         if result.too_large or pieces is None:
             return
         pieces = _plain(pieces)
         text = _json_text(pieces)
-        size = len(text) if text is not None else self._limits.max_args_chars + 1
+        limit = self._calls.limits.max_args_chars
+        size = len(text) if text is not None else limit + 1
         result.chars += size
-        if result.chars > self._limits.max_args_chars:
+        if result.chars > limit:
             result.too_large = True
             result.content = []
             return
@@ -288,19 +255,6 @@ class BedrockConverseAdapter(SinkAdapter):
         else:
             result.content.append(pieces)
 
-    def _on_stop(self, index: Any) -> None:
-        result = self._results.pop(index, None)
-        if result is not None:
-            self._on_result_stop(result)
-            return
-        block = self._blocks.get(index)
-        if block is None or block.closed:
-            return
-        block.closed = True
-        if not block.has_text:
-            self._sink.write_delta(block.call_id, "{}")
-        self._sink.write_ready(block.call_id)
-
     def _on_result_stop(self, result: _ResultBlock) -> None:
         if result.too_large or result.status == "error":
             why = (
@@ -308,7 +262,7 @@ class BedrockConverseAdapter(SinkAdapter):
                 if result.too_large
                 else "it reported status 'error'"
             )
-            self._sink.write_error(
+            self._calls.error(
                 result.call_id,
                 BedrockServerToolError(
                     message=f"the server tool {result.call_id!r} failed: {why}",
@@ -317,23 +271,8 @@ class BedrockConverseAdapter(SinkAdapter):
                 ),
             )
             return
-        self._sink.write_result(result.call_id, result.content)
+        self._calls.result(result.call_id, result.content)
 
     def _end(self, ok: bool, reason: str) -> None:
-        self._ended = True
-        self._blocks.clear()
         self._results.clear()
-        self._sink.write_end(ok, reason)
-
-    def _fail(self, block: _Block, why: str, event_type: str, index: Any) -> None:
-        if block.closed:
-            return
-        block.closed = True
-        self._sink.write_error(
-            block.call_id,
-            BedrockMalformedEvent(
-                message=f"call {block.call_id!r} ({block.name}): malformed {event_type}: {why}",
-                event_type=event_type,
-                index=index if type(index) is int else None,
-            ),
-        )
+        self._calls.end(ok, reason)

@@ -29,7 +29,8 @@ How the wire maps to tracker events:
   unknown events are ignored; so is anything after ``message-end`` (the SSE body's final
   ``[DONE]`` never reaches the adapter as an item).
 
-Malformed events never raise and fail their own call only:
+Malformed events never raise and fail their own call only (what the sink or one of its
+listeners raises propagates):
 
 - ``function.arguments`` that is not a string, or a call without a string name: the call
   fails with a :class:`CohereMalformedEvent`; later events for its index are dropped;
@@ -52,7 +53,8 @@ from typing import Any, Final, Literal
 from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
-from ._common import _get, _IdMinter, _short, _tool_name, _usable_id, logger
+from ._calls import RULES, CallTable, malformed_event
+from ._common import _get, logger
 
 __all__ = ["CohereAdapter", "CohereMalformedEvent"]
 
@@ -69,16 +71,7 @@ class CohereMalformedEvent(CallFailure):
 
 
 _DEFAULT_OK: Final = ("TOOL_CALL", "COMPLETE", "STOP_SEQUENCE")
-
-
-class _Call:
-    __slots__ = ("call_id", "closed", "has_text", "name")
-
-    def __init__(self, call_id: str, name: str) -> None:
-        self.call_id = call_id
-        self.name = name
-        self.has_text = False
-        self.closed = False
+_FAILURE: Final = malformed_event(CohereMalformedEvent)
 
 
 def _tool_call(event: Any) -> Any:
@@ -99,30 +92,45 @@ class CohereAdapter(SinkAdapter):
             or tracker, the adapter honours that machine's limits instead).
     """
 
-    __slots__ = ("_calls", "_early", "_ended", "_ids", "_ok_reasons")
-
     def __init__(
         self, *, ok_finish_reasons: Collection[str] = _DEFAULT_OK, limits: Limits | None = None
     ) -> None:
         super().__init__(limits=limits)
         self._ok_reasons = frozenset(ok_finish_reasons)
-        self._calls: dict[int, _Call] = {}
-        self._early: set[int] = set()
-        self._ids = _IdMinter()
-        self._ended = False
+        self._table = self._calls = CallTable(RULES["cohere"], _FAILURE, self._sink)
 
     def _translate(self, item: Any) -> None:
-        """Write the events one stream event implies (often none). Never raises."""
+        """Write the events one stream event implies (often none). Only what the sink
+        raises propagates; an event that cannot be read is logged and ignored."""
+        calls = self._calls
         try:
-            if self._ended:
+            if calls.ended:
                 return
+            if type(item) is dict and item.get("type") == "tool-call-delta":
+                # The fast path: more text, as the plain dicts of the SSE data lines.
+                delta = item.get("delta")
+                message = delta.get("message") if type(delta) is dict else None
+                tool_call = message.get("tool_calls") if type(message) is dict else None
+                function = tool_call.get("function") if type(tool_call) is dict else None
+                if type(function) is dict and calls.more(
+                    item.get("index"), function.get("arguments")
+                ):
+                    return
             kind = _get(item, "type")
             if kind == "tool-call-delta":
-                self._on_delta(item)
+                index = _get(item, "index")
+                text = _get(_get(_tool_call(item), "function"), "arguments")
+                if not calls.more(index, text):
+                    record = calls.records.get(index)
+                    if record is None:
+                        if type(index) is int:
+                            calls.early(index)
+                    else:
+                        calls.append(record, text, "tool-call-delta")
             elif kind == "tool-call-start":
                 self._on_start(item)
             elif kind == "tool-call-end":
-                self._on_end(_get(item, "index"))
+                calls.close(_get(item, "index"), "tool-call-end")
             elif kind == "message-end":
                 self._on_message_end(_get(item, "delta"))
         except Exception:  # a hostile object; nothing to attribute it to
@@ -130,8 +138,8 @@ class CohereAdapter(SinkAdapter):
 
     def _finish_stream(self) -> None:
         """The end of the stream: ``End(ok=False)`` unless ``message-end`` ended the turn."""
-        if not self._ended:
-            self._end(False, "stream ended before message-end")
+        if not self._calls.ended:
+            self._calls.end(False, "stream ended before message-end")
 
     # -- handlers ---------------------------------------------------------------------
 
@@ -142,87 +150,18 @@ class CohereAdapter(SinkAdapter):
             return
         tool_call = _tool_call(item)
         function = _get(tool_call, "function")
-        call_id = _get(tool_call, "id")
-        old = self._calls.get(index)
-        if old is not None and not old.closed:
-            if old.call_id == call_id:
-                return  # the same call announced twice
-            self._fail(old, "a new call started at its index before it ended", "start", index)
-        max_id = self._limits.max_id_chars
-        if not _usable_id(call_id, max_id):
-            call_id = self._ids.mint(f"cohere-call-{index}", max_id)
-        elif not self._ids.claim(call_id):
-            logger.debug("cohere: ignored a tool call reusing id %r", call_id)
-            self._calls.pop(index, None)
-            return
-        name = _get(function, "name")
-        call = self._calls[index] = _Call(call_id, name if isinstance(name, str) else "")
-        self._sink.write_start(call_id, _tool_name(call.name, self._limits.max_name_chars))
-        if not isinstance(name, str) or not name:
-            self._fail(call, f"the call has no name ({_short(name)})", "tool-call-start", index)
-        elif index in self._early:
-            self._early.discard(index)
-            why = "argument text (tool-call-delta) arrived before the call started"
-            self._fail(call, why, "tool-call-delta", index)
-        else:
-            self._append(call, _get(function, "arguments"), "tool-call-start", index)
-
-    def _on_delta(self, item: Any) -> None:
-        index = _get(item, "index")
-        call = self._calls.get(index)
-        if call is None:
-            if type(index) is int and len(self._early) < self._limits.max_calls:
-                logger.debug("cohere: a tool-call-delta at index %d before its start", index)
-                self._early.add(index)
-            return
-        if call.closed:
-            return
-        arguments = _get(_get(_tool_call(item), "function"), "arguments")
-        self._append(call, arguments, "tool-call-delta", index)
-
-    def _append(self, call: _Call, text: Any, event_type: str, index: int) -> None:
-        if text is None:
-            return
-        if not isinstance(text, str):
-            self._fail(call, f"arguments must be a string, got {_short(text)}", event_type, index)
-            return
-        if text:
-            call.has_text = True
-            self._sink.write_delta(call.call_id, text)
-
-    def _on_end(self, index: Any) -> None:
-        call = self._calls.get(index)
-        if call is None or call.closed:
-            return
-        call.closed = True
-        if not call.has_text:
-            self._sink.write_delta(call.call_id, "{}")
-        self._sink.write_ready(call.call_id)
+        record = self._calls.start(
+            index, _get(tool_call, "id"), _get(function, "name"), "tool-call-start"
+        )
+        if record is not None:
+            self._calls.append(record, _get(function, "arguments"), "tool-call-start")
 
     def _on_message_end(self, delta: Any) -> None:
         reason = _get(delta, "finish_reason")
         error = _get(delta, "error")
         if isinstance(error, str) and error:
-            self._end(False, f"error: {error:.200}")
+            self._calls.end(False, f"error: {error:.200}")
         elif isinstance(reason, str):
-            self._end(reason in self._ok_reasons, reason)
+            self._calls.end(reason in self._ok_reasons, reason)
         else:
-            self._end(False, "message-end without finish_reason")
-
-    def _end(self, ok: bool, reason: str) -> None:
-        self._ended = True
-        self._calls.clear()
-        self._sink.write_end(ok, reason)
-
-    def _fail(self, call: _Call, why: str, event_type: str, index: Any) -> None:
-        if call.closed:
-            return
-        call.closed = True
-        self._sink.write_error(
-            call.call_id,
-            CohereMalformedEvent(
-                message=f"call {call.call_id!r} ({call.name}): malformed {event_type}: {why}",
-                event_type=event_type,
-                index=index if type(index) is int else None,
-            ),
-        )
+            self._calls.end(False, "message-end without finish_reason")

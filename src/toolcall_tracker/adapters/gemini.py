@@ -59,13 +59,11 @@ from typing import Any, Final, Literal
 from ..errors import CallFailure, IncompleteArguments
 from ..limits import Limits
 from ._base import SinkAdapter
+from ._calls import RULES, CallTable, Record
 from ._common import (
     _get,
-    _IdMinter,
     _json_text,
     _short,
-    _tool_name,
-    _usable_id,
     logger,
 )
 
@@ -277,12 +275,13 @@ def _value(part: Any, raw_path: Any) -> tuple[str | None, Any]:
     return None, None
 
 
-class _Call:
-    __slots__ = ("call_id", "name", "size", "writer")
+class _Open:
+    """A candidate's call still receiving parts: its record, writer and size so far."""
 
-    def __init__(self, call_id: str, name: str) -> None:
-        self.call_id = call_id
-        self.name = name
+    __slots__ = ("record", "size", "writer")
+
+    def __init__(self, record: Record) -> None:
+        self.record = record
         self.size = 0  # characters written; past Limits.max_args_chars the sink failed it
         self.writer: _ArgsWriter | None = _ArgsWriter()
 
@@ -291,7 +290,7 @@ class _Candidate:
     __slots__ = ("count", "finish", "open")
 
     def __init__(self) -> None:
-        self.open: _Call | None = None
+        self.open: _Open | None = None
         self.count = 0
         self.finish: str | None = None
 
@@ -315,13 +314,13 @@ class GeminiAdapter(SinkAdapter):
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
         self._candidates: dict[int, _Candidate] = {}
-        self._ids = _IdMinter()
+        self._table = self._calls = CallTable(RULES["gemini"], _unused_failure, self._sink)
         self._blocked: str | None = None
-        self._ended = False
 
     def _translate(self, item: Any) -> None:
-        """Write the events one response chunk implies (possibly none)."""
-        if self._ended:
+        """Write the events one response chunk implies (possibly none). Only what the sink
+        raises propagates; a part that cannot be read is logged and skipped."""
+        if self._calls.ended:
             return
         try:
             feedback = _get(item, "prompt_feedback", "promptFeedback")
@@ -359,22 +358,22 @@ class GeminiAdapter(SinkAdapter):
 
     def _finish_stream(self) -> None:
         """The turn's ``End`` (see the module documentation for ``ok`` and ``reason``)."""
-        if self._ended:
+        calls = self._calls
+        if calls.ended:
             return
-        self._ended = True
-        write_end = self._sink.write_end
         if self._blocked is not None:
-            write_end(False, f"prompt blocked: {self._blocked}")
+            calls.end(False, f"prompt blocked: {self._blocked}")
             return
         reasons = [state.finish for state in self._candidates.values()]
-        if not reasons or None in reasons:
-            write_end(False, "stream ended without a finish_reason")
+        finished = [reason for reason in reasons if reason is not None]
+        if not reasons or len(finished) < len(reasons):
+            calls.end(False, "stream ended without a finish_reason")
             return
-        for reason in reasons:
+        for reason in finished:
             if reason != "STOP":
-                write_end(False, reason)
+                calls.end(False, reason)
                 return
-        write_end(True, "STOP")
+        calls.end(True, "STOP")
 
     # -- internals --------------------------------------------------------------------
 
@@ -385,7 +384,7 @@ class GeminiAdapter(SinkAdapter):
             given_id = None
         current = state.open
         if current is not None:
-            if not name or given_id == current.call_id:
+            if not name or given_id == current.record.call_id:
                 self._extend(state, current, call)
                 return
             self._cut(state, None, why=f"a call to {name!r} began first")
@@ -393,28 +392,22 @@ class GeminiAdapter(SinkAdapter):
             if name is not None or _get(call, "partial_args", "partialArgs") or _get(call, "args"):
                 logger.debug("gemini: ignored a function_call without a name: %.200r", call)
             return
-        max_id = self._limits.max_id_chars
-        if not _usable_id(given_id, max_id):
-            call_id = self._ids.mint(f"gemini-call-{index}-{state.count}", max_id)
-        elif self._ids.claim(given_id):
-            call_id = given_id
-        else:
-            logger.debug("gemini: ignored a repeated function_call id %r", given_id)
+        record = self._calls.start((index, state.count), given_id, name, "function_call")
+        if record is None:  # a repeated id (a retransmission), or no id fits the limits
             return
         state.count += 1
-        opened = _Call(call_id, name)
-        self._sink.write_start(call_id, _tool_name(name, self._limits.max_name_chars))
-        state.open = opened
+        state.open = opened = _Open(record)
         self._extend(state, opened, call)
 
-    def _extend(self, state: _Candidate, call: _Call, part: Any) -> None:
+    def _extend(self, state: _Candidate, call: _Open, part: Any) -> None:
         writer = call.writer
         if writer is None:  # too large: the sink failed it; swallow the rest of the call
             if _get(part, "will_continue", "willContinue") is not True:
                 state.open = None
             return
-        write_delta = self._sink.write_delta
-        limit = self._limits.max_args_chars
+        calls = self._calls
+        record = call.record
+        limit = calls.limits.max_args_chars
         try:
             partials = _get(part, "partial_args", "partialArgs")
             if partials:
@@ -423,7 +416,7 @@ class GeminiAdapter(SinkAdapter):
                 for partial in partials:
                     text = writer.add(partial)
                     if text:
-                        write_delta(call.call_id, text)
+                        calls.append(record, text, "partial_args")
                         call.size += len(text)
                         if call.size > limit:
                             call.writer = None  # the sink failed it (ArgumentsTooLarge)
@@ -435,30 +428,35 @@ class GeminiAdapter(SinkAdapter):
                 if whole is None:
                     raise _MalformedArgs(f"args cannot be written as JSON: {_short(args)}")
                 writer.whole = writer.wrote = True
-                write_delta(call.call_id, whole)
+                calls.append(record, whole, "args")
             if _get(part, "will_continue", "willContinue") is True:
                 return
             state.open = None
-            text = "" if writer.whole else writer.close()
-            if text:
-                write_delta(call.call_id, text)
-            self._sink.write_ready(call.call_id)
+            calls.append(record, "" if writer.whole else writer.close(), "partial_args")
+            calls.close(record.key, "function_call")
         except _MalformedArgs as exc:
             state.open = None
             failure = GeminiMalformedCall(
-                message=f"call {call.call_id!r} ({call.name}): {exc}", json_path=exc.json_path
+                message=f"call {record.call_id!r} ({record.name}): {exc}", json_path=exc.json_path
             )
-            self._sink.write_error(call.call_id, failure)
+            calls.fail(record, str(exc), "function_call", failure)
 
     def _cut(self, state: _Candidate, reason: str | None, why: str = "") -> None:
         call = state.open
         if call is None:
             return
         state.open = None
+        record = call.record
         cause = why or f"the candidate finished ({reason})"
         failure = IncompleteArguments(
-            message=f"the arguments of call {call.call_id!r} ({call.name}) never completed: "
-            f"{cause}",
+            message=f"the arguments of call {record.call_id!r} ({record.name}) never "
+            f"completed: {cause}",
             reason=reason,
         )
-        self._sink.write_error(call.call_id, failure)
+        self._calls.fail(record, cause, "function_call", failure)
+
+
+def _unused_failure(record: Record, why: str, event_type: str) -> CallFailure:
+    """Gemini fails calls only with the values it builds itself (malformed partial args,
+    incomplete arguments); a name is checked before a call starts."""
+    return GeminiMalformedCall(message=f"call {record.call_id!r} ({record.name}): {why}")

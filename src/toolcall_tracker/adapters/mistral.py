@@ -37,6 +37,7 @@ from pydantic import BaseModel
 
 from ..limits import Limits
 from ._common import _get, _json_text, logger
+from ._openai import _NotAnItem
 from .openai_chat import OpenAIChatAdapter
 
 __all__ = ["MistralAdapter"]
@@ -90,7 +91,7 @@ class MistralAdapter(OpenAIChatAdapter):
         super().__init__(eager=eager, limits=limits)
 
     def _translate(self, item: Any) -> None:
-        try:
+        try:  # reading the item: what fails here is the item's
             if isinstance(item, BaseModel):
                 data = _get(item, "data")
                 if isinstance(data, BaseModel) and _get(item, "choices") is None:
@@ -100,6 +101,10 @@ class MistralAdapter(OpenAIChatAdapter):
                 item = item["data"]  # a CompletionEvent as a dict
             if isinstance(item, dict):
                 item = _fix_chunk(item)
-            super()._translate(item)
         except Exception:
             logger.debug("mistral: ignored an item that could not be read", exc_info=True)
+            return
+        try:  # writing: only "not an item at all" is the item's; the sink's errors propagate
+            super()._translate(item)
+        except _NotAnItem:
+            logger.debug("mistral: ignored an item that is not a chunk", exc_info=True)

@@ -31,11 +31,12 @@ through an :class:`~toolcall_tracker.adapters.OpenAIChatAdapter`, which already 
 that endpoint's quirks: every call numbered ``index: 0`` (each has its own id, so each is a
 call of its own), whole calls in one chunk, ``finish_reason`` ``stop`` after tool calls.
 
-Malformed lines never raise: a call without a string name, or whose arguments cannot be
-written as JSON, fails with an :class:`OllamaMalformedToolCall`; anything else that cannot
-be read is ignored and logged at DEBUG on the ``toolcall_tracker.adapters`` logger. Names
-longer than ``Limits.max_name_chars`` are cut (``...(cut)``), ids longer than
-``Limits.max_id_chars`` are treated as missing.
+Malformed lines never raise (what the sink or one of its listeners raises propagates): a
+call without a non-empty string name, or whose arguments cannot be written as JSON, fails
+with an :class:`OllamaMalformedToolCall`; anything else that cannot be read is ignored and
+logged at DEBUG on the ``toolcall_tracker.adapters`` logger. Names longer than
+``Limits.max_name_chars`` are cut (``...(cut)``), ids longer than ``Limits.max_id_chars``
+are treated as missing.
 
 One adapter per model turn (per stream).
 """
@@ -48,7 +49,9 @@ from typing import Any, Final, Literal
 from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
-from ._common import _get, _IdMinter, _json_text, _short, _tool_name, _usable_id, logger
+from ._calls import RULES, CallTable, Record
+from ._common import _get, _short, logger
+from ._openai import _NotAnItem
 from .openai_chat import OpenAIChatAdapter
 
 __all__ = ["OllamaAdapter", "OllamaMalformedToolCall"]
@@ -75,37 +78,43 @@ class OllamaAdapter(SinkAdapter):
             or tracker, the adapter honours that machine's limits instead).
     """
 
-    __slots__ = ("_count", "_ended", "_ids", "_native", "_ok_reasons", "_openai")
-
     def __init__(
         self, *, ok_done_reasons: Collection[str] = _DEFAULT_OK, limits: Limits | None = None
     ) -> None:
         super().__init__(limits=limits)
         self._ok_reasons = frozenset(ok_done_reasons)
-        self._ids = _IdMinter()
+        self._table = self._calls = CallTable(RULES["ollama"], _failure, self._sink)
         self._count = 0
-        self._ended = False
         self._native = False  # a native line was seen: never switch to Chat chunks
         self._openai: OpenAIChatAdapter | None = None  # set for OpenAI-compatible chunks
 
     def _translate(self, item: Any) -> None:
-        """Write the events one line implies. Never raises."""
+        """Write the events one line implies. Only what the sink raises propagates."""
+        if self._openai is not None:
+            self._compatible(item)
+            return
+        calls = self._calls
         try:
-            if self._openai is not None:
-                self._openai.write(item, self._sink)
-                return
-            if self._ended:
+            if calls.ended:
                 return
             if not self._native:
                 if isinstance(_get(item, "choices"), list):
                     self._openai = OpenAIChatAdapter()
-                    self._openai.write(item, self._sink)
-                    return
-                self._native = _get(item, "message") is not None or _get(item, "done") is not None
+                else:
+                    self._native = (
+                        _get(item, "message") is not None or _get(item, "done") is not None
+                    )
+        except Exception:  # a hostile object: nothing to attribute it to
+            logger.debug("ollama: ignored a line that could not be read", exc_info=True)
+            return
+        if self._openai is not None:
+            self._compatible(item)
+            return
+        try:
             error = _get(item, "error")
             if error is not None:
                 text = error if isinstance(error, str) else _get(error, "message")
-                self._end(False, f"error: {text:.200}" if isinstance(text, str) else "error")
+                calls.end(False, f"error: {text:.200}" if isinstance(text, str) else "error")
                 return
             tool_calls = _get(_get(item, "message"), "tool_calls")
             if tool_calls:
@@ -119,65 +128,51 @@ class OllamaAdapter(SinkAdapter):
             if _get(item, "done") is True:
                 reason = _get(item, "done_reason")
                 if reason is None:
-                    self._end(True, "done")
+                    calls.end(True, "done")
                 elif isinstance(reason, str):
-                    self._end(reason in self._ok_reasons, reason)
+                    calls.end(reason in self._ok_reasons, reason)
                 else:
-                    self._end(False, f"invalid done_reason {_short(reason, 60)}")
-        except Exception:  # a hostile object, or not an item at all (the Chat adapter's
-            # TypeError): nothing to attribute it to
+                    calls.end(False, f"invalid done_reason {_short(reason, 60)}")
+        except Exception:  # a hostile object: nothing to attribute it to
             logger.debug("ollama: ignored a line that could not be read", exc_info=True)
+
+    def _compatible(self, item: Any) -> None:
+        """A Chat Completions chunk, through the Chat adapter (which raises only for what
+        is not an item at all, and for what the sink raises)."""
+        assert self._openai is not None
+        try:
+            self._openai.write(item, self._sink)
+        except _NotAnItem:
+            logger.debug("ollama: ignored an item that is not a chunk", exc_info=True)
 
     def _finish_stream(self) -> None:
         """The end of the stream: ``End(ok=False)`` unless a ``done: true`` line came."""
         if self._openai is not None:
             self._openai.finish(self._sink)
-        elif not self._ended:
-            self._end(False, "stream ended before done")
+        elif not self._calls.ended:
+            self._calls.end(False, "stream ended before done")
 
     def _on_call(self, tool_call: Any) -> None:
         function = _get(tool_call, "function")
         if function is None:
             logger.debug("ollama: ignored a tool call without function: %.200r", tool_call)
             return
-        if self._count >= self._limits.max_calls:
-            logger.debug("ollama: ignored a tool call past Limits.max_calls")
-            return
+        calls = self._calls
         position = self._count
         self._count += 1
-        max_id = self._limits.max_id_chars
-        call_id = _get(tool_call, "id")
-        if not _usable_id(call_id, max_id) or not self._ids.claim(call_id):
-            call_id = self._ids.mint(f"ollama-call-{position}", max_id)
         name = _get(function, "name")
-        sink = self._sink
-        sink.write_start(
-            call_id, _tool_name(name if isinstance(name, str) else "", self._limits.max_name_chars)
-        )
-        if not isinstance(name, str) or not name:
-            self._fail(call_id, "function.name", f"the call has no name ({_short(name)})")
-            return
         arguments = _get(function, "arguments")
-        if arguments is None:
-            text: str | None = "{}"
-        elif isinstance(arguments, str):
-            text = arguments if arguments.strip() else "{}"
-        else:
-            if isinstance(arguments, Mapping) and type(arguments) is not dict:
-                arguments = dict(arguments)
-            text = _json_text(arguments)
-        if text is None:
-            why = f"function.arguments cannot be written as JSON: {_short(arguments)}"
-            self._fail(call_id, "function.arguments", why)
-            return
-        sink.write_delta(call_id, text)
-        sink.write_ready(call_id)
-
-    def _fail(self, call_id: str, field: str, why: str) -> None:
-        self._sink.write_error(
-            call_id, OllamaMalformedToolCall(message=f"tool call {call_id!r}: {why}", field=field)
+        if isinstance(arguments, Mapping) and type(arguments) is not dict:
+            arguments = dict(arguments)
+        text = arguments if isinstance(arguments, str) and arguments.strip() else None
+        initial = None if isinstance(arguments, str) else arguments
+        record = calls.start(
+            position, _get(tool_call, "id"), name, "function.name", initial=initial
         )
+        if record is not None:
+            calls.append(record, text, "function.arguments")
+            calls.close(position, "function.arguments")
 
-    def _end(self, ok: bool, reason: str) -> None:
-        self._ended = True
-        self._sink.write_end(ok, reason)
+
+def _failure(record: Record, why: str, field: str) -> OllamaMalformedToolCall:
+    return OllamaMalformedToolCall(message=f"tool call {record.call_id!r}: {why}", field=field)

@@ -410,9 +410,10 @@ class OpenAIChatAdapter(_Emitter):
                 )
 
     def _new_call(self, state: _Choice, server_id: str | None, name: str | None) -> _Call | None:
-        call = _Call(
-            self._unique(server_id or f"call_{state.index}_{len(state.calls)}"), name, False
-        )
+        tracker_id = self._unique(server_id or f"call_{state.index}_{len(state.calls)}")
+        if tracker_id is None:
+            return None
+        call = _Call(tracker_id, name, False)
         if not self._admit(call):
             return None
         if state.early:

@@ -18,6 +18,7 @@ all); it fails its own call or is ignored and logged at DEBUG on the
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 from ..limits import Limits
@@ -53,6 +54,25 @@ _ARGS_DONE: Final = "response.function_call_arguments.done"
 _ITEM_ADDED: Final = "response.output_item.added"
 _ITEM_DONE: Final = "response.output_item.done"
 _COMPLETED: Final = "response.completed"
+_CUSTOM_DELTA: Final = "response.custom_tool_call_input.delta"
+_CUSTOM_DONE: Final = "response.custom_tool_call_input.done"
+_CALL_ITEMS: Final = frozenset({"function_call", "custom_tool_call"})
+_SERVER_RUN: Final = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "tool_search_call",
+    }
+)
+"""Output items the server runs itself: nothing for the client to answer."""
+
+
+def _json_string_body(text: str) -> str:
+    """``text`` escaped as the inside of a JSON string (no quotes)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
 class OpenAIResponsesAdapter(_Emitter):
@@ -80,8 +100,10 @@ class OpenAIResponsesAdapter(_Emitter):
       final text extends the streamed text, the missing suffix is appended; if it
       disagrees otherwise, the call fails with :class:`OpenAIArgumentsMismatch` rather
       than run with text nobody saw (also when a later event contradicts the text a
-      call was made ready with). The streamed text is not kept for this: the adapter
-      compares a digest of it (BLAKE2b) and its length. An absent or empty final
+      call was made ready with). The streamed text is not copied for this: the adapter
+      reads it from the sink (``args_text``, which a machine and a tracker have); only a
+      sink without it (``feed`` / ``end``'s collector) makes the adapter keep a copy,
+      within ``Limits.max_args_chars``. An absent or empty final
       ``arguments`` says nothing: it is not compared, and it makes the call ready only if
       some text streamed (or at ``response.completed``), since such servers may send the
       arguments later. A call whose text is still empty when it becomes ready gets ``{}``.
@@ -91,6 +113,28 @@ class OpenAIResponsesAdapter(_Emitter):
       <error.code>``) and an ``error`` event (``error: <code>``) fail the pending calls
       with :class:`OpenAITurnCutOff` and end the turn not ok. Other events are ignored.
 
+    Custom tools (free-text input, such as GPT-5's grammar tools). A ``custom_tool_call``
+    item is a call like a ``function_call``: same ids, routing and readiness, with
+    ``response.custom_tool_call_input.delta`` / ``.done`` and the item's ``input`` in place
+    of the arguments events and ``arguments``. Its free text is written as *one JSON
+    string*: ``args_text`` is ``"SELECT * FROM users LIMIT 5;"`` (quotes included, the
+    text escaped as JSON), so ``ready`` parses exactly one JSON value and ``call.args`` is
+    the input text itself. A call whose text is a JSON string is a custom tool's call:
+    :func:`~toolcall_tracker.feedback.openai_responses_items` answers it with a
+    ``custom_tool_call_output`` item.
+
+    Other output items whose type ends in ``_call`` are not tracked: those the server runs
+    (``web_search_call``, ``file_search_call``, ``code_interpreter_call``...) are ignored
+    (logged at DEBUG); any other (``computer_call``, ``local_shell_call``...) is a call
+    your code must answer itself, and is reported at WARNING on the
+    ``toolcall_tracker.adapters.openai`` logger rather than dropped silently.
+
+    Memory: the adapter's records are bounded by ``Limits.max_calls``: when that many are
+    kept, the records of calls already ready or failed are released (their ids are
+    remembered, ``Limits.remember_forgotten`` of them, so late events for them are
+    ignored), and a call past ``2 * max_calls`` pending records (as many started as the
+    sink can track, as many waiting for their name) is not tracked.
+
     :meth:`end` emits ``End(ok=False)`` if none of those arrived (``[]`` otherwise).
 
     Args:
@@ -99,6 +143,7 @@ class OpenAIResponsesAdapter(_Emitter):
     """
 
     _api = "responses"
+    _copies_text = True
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
@@ -106,6 +151,12 @@ class OpenAIResponsesAdapter(_Emitter):
         self._by_call_id: dict[str, _Call] = {}
         self._by_output: dict[int, _Call] = {}
         self._calls: list[_Call] = []
+        self._retired: dict[str, None] = {}  # ids of released records, oldest first
+        self._read_text: Any = None  # the sink's ``args_text``, when it has one
+
+    def _bind(self, sink: Any) -> None:
+        super()._bind(sink)
+        self._read_text = getattr(sink, "args_text", None)
 
     def _translate(self, item: Any) -> None:
         """Write the events one stream event implies (possibly none).
@@ -113,10 +164,24 @@ class OpenAIResponsesAdapter(_Emitter):
         Raises:
             TypeError: ``item`` is not a provider item at all (see the module docs).
         """
+        if self._ended:
+            return
+        # The hot path: a fragment, read with plain access from a dict or an SDK object.
+        cls = type(item)
+        if cls is dict:
+            if item.get("type") == _ARGS_DELTA:
+                self._fragment(item.get("item_id"), item.get("delta"))
+                return
+        elif _MAPPING_TYPES.get(cls) is False:
+            try:  # an SDK event of this type has every field
+                if item.type == _ARGS_DELTA:
+                    self._fragment(item.item_id, item.delta)
+                    return
+            except AttributeError:
+                pass  # not shaped like an SDK event: read it safely below
         # Only the item's own fields are read here (nested ones go through ``_get``), so a
         # dict item can use ``dict.get`` itself.
         get: _Getter
-        cls = type(item)
         if cls is dict:
             get = _dict_get
         elif _MAPPING_TYPES.get(cls) is False:  # an SDK object (known class)
@@ -127,29 +192,8 @@ class OpenAIResponsesAdapter(_Emitter):
         else:
             get = getattr
         kind = get(item, "type", None)
-        if self._ended:
-            return
-        if kind == _ARGS_DELTA:  # the hot path
-            fragment = get(item, "delta", None)
-            if type(fragment) is str and fragment:
-                item_id = get(item, "item_id", None)
-                call = self._by_item.get(item_id) if type(item_id) is str else None
-                if call is None:
-                    _logger.debug("ignored a delta for an unannounced item %.80r", item_id)
-                elif call.status == _PENDING:
-                    digest = call.digest
-                    if call.started and digest is self._hashing and digest is not None:
-                        # _append's common case, inlined: a started call, its digest current
-                        call.has_text = True
-                        call.size += len(fragment)
-                        digest.add(fragment)
-                        if call.scan is not None:
-                            call.scan.add(fragment)
-                        self._sink.write_delta(call.id, fragment)
-                        if call.size > self._limits.max_args_chars:
-                            call.status = _FAILED  # the sink failed it (ArgumentsTooLarge)
-                    else:
-                        self._append(call, fragment)
+        if kind == _ARGS_DELTA:
+            self._fragment(get(item, "item_id", None), get(item, "delta", None))
             return
         if kind == _ITEM_ADDED:
             self._item(_get(item, "item"), _get(item, "output_index"), None)
@@ -162,6 +206,21 @@ class OpenAIResponsesAdapter(_Emitter):
                 if not call.started and call.name:
                     self._start(call)
                 self._settle(call, _get(item, "arguments"), _ARGS_DONE)
+        elif kind == _CUSTOM_DELTA:
+            fragment = get(item, "delta", None)
+            call = self._route(get(item, "item_id", None), None)
+            if (
+                call is not None
+                and type(fragment) is str
+                and fragment
+                and call.custom
+                and call.status == _PENDING
+            ):
+                self._append_input(call, fragment)
+        elif kind == _CUSTOM_DONE:
+            call = self._route(_get(item, "item_id"), _get(item, "output_index"))
+            if call is not None and call.custom:
+                self._settle(call, _get(item, "input"), _CUSTOM_DONE)
         elif kind == _ITEM_DONE:
             self._item(_get(item, "item"), _get(item, "output_index"), _ITEM_DONE)
         elif kind == _COMPLETED:
@@ -175,6 +234,24 @@ class OpenAIResponsesAdapter(_Emitter):
             self._cut_off(f"error: {detail}" if type(detail) is str else "error")
         elif kind is None:
             _check_item(item)
+
+    def _fragment(self, item_id: Any, fragment: Any) -> None:
+        """A ``function_call_arguments.delta``: ``fragment`` for the call of ``item_id``."""
+        if type(fragment) is not str or not fragment:
+            return
+        call = self._by_item.get(item_id) if type(item_id) is str else None
+        if call is None:
+            _logger.debug("ignored a delta for an unannounced item %.80r", item_id)
+        elif call.status == _PENDING:
+            if call.started and call.text is None and not call.custom:
+                # _append's common case, inlined: a started call, no copy kept
+                call.has_text = True
+                call.size += len(fragment)
+                self._sink.write_delta(call.id, fragment)
+                if call.size > self._limits.max_args_chars:
+                    call.status = _FAILED  # the sink failed it (ArgumentsTooLarge)
+            else:
+                self._append(call, fragment)
 
     def _finish_stream(self) -> None:
         """``End(ok=False)`` if the stream ended before a terminal event, else nothing."""
@@ -197,9 +274,13 @@ class OpenAIResponsesAdapter(_Emitter):
         return call
 
     def _item(self, item: Any, output_index: Any, source: str | None) -> None:
-        """A ``function_call`` output item: start its call, and settle it if ``source``."""
-        if item is None or _get(item, "type") != "function_call":
+        """A call output item: start its call, and settle it if ``source``."""
+        item_type = _get(item, "type")
+        if item_type not in _CALL_ITEMS:
+            if source is None and type(item_type) is str and item_type.endswith("_call"):
+                self._untracked(item, item_type)
             return
+        custom = item_type == "custom_tool_call"
         max_id = self._limits.max_id_chars
         item_id = _get(item, "id")
         call_id = _get(item, "call_id")
@@ -215,6 +296,11 @@ class OpenAIResponsesAdapter(_Emitter):
         if call is None and source is not None and output_index is not None:
             call = self._by_output.get(output_index)
         if call is None:
+            if item_id in self._retired or call_id in self._retired:
+                return  # a late event for a call whose record was released
+            if len(self._calls) >= self._limits.max_calls and not self._prune():
+                _logger.debug("ignored tool call %r: Limits.max_calls calls pending", call_id)
+                return
             if call_id is not None:
                 tracker_id = self._unique(call_id)
             elif item_id is not None:
@@ -223,12 +309,19 @@ class OpenAIResponsesAdapter(_Emitter):
                 tracker_id = self._unique(f"call_{output_index}")
             else:
                 tracker_id = self._unique(f"call_{len(self._calls)}")
-            call = _Call(tracker_id, name if type(name) is str and name else None, True)
+            if tracker_id is None:
+                return
+            call = _Call(
+                tracker_id, name if type(name) is str and name else None, self._read_text is None
+            )
+            call.custom = custom
             if not self._admit(call):
                 return
             self._calls.append(call)
         elif source is None and call.started:
             return  # a repeated output_item.added
+        elif call.custom is not custom:
+            return  # an item of the other kind claiming this call's ids: not this call
         if item_id is not None:
             self._by_item.setdefault(item_id, call)
         if call_id is not None:
@@ -239,7 +332,7 @@ class OpenAIResponsesAdapter(_Emitter):
             call.name = name
         if not call.started and call.name:
             self._start(call)
-        arguments = _get(item, "arguments")
+        arguments = _get(item, "input" if custom else "arguments")
         if source is None:
             # output_item.added: usually "", but some servers send the whole item here.
             if (
@@ -248,9 +341,62 @@ class OpenAIResponsesAdapter(_Emitter):
                 and not call.has_text
                 and call.status == _PENDING
             ):
-                self._append(call, arguments)
+                if custom:
+                    self._append_input(call, arguments)
+                else:
+                    self._append(call, arguments)
         else:
             self._settle(call, arguments, source)
+
+    def _append_input(self, call: _Call, text: str) -> None:
+        """Free text for a custom tool's call: written as the body of one JSON string (the
+        opening quote first; :meth:`_Emitter._ready` writes the closing one)."""
+        body = _json_string_body(text)
+        self._append(call, body if call.has_text else '"' + body)
+
+    def _untracked(self, item: Any, item_type: str) -> None:
+        """An output item that looks like a call but is none this adapter tracks."""
+        if item_type in _SERVER_RUN:
+            _logger.debug("ignored a %s item: the server runs it", item_type)
+            return
+        _logger.warning(
+            "ignored a %s output item (call_id %.80r): only function_call and "
+            "custom_tool_call items are tracked; answer it yourself",
+            item_type,
+            _get(item, "call_id"),
+        )
+
+    def _prune(self) -> bool:
+        """Release the records of calls already ready or failed (their ids are remembered);
+        ``False`` if ``2 * Limits.max_calls`` records are still pending (the sink tracks at
+        most ``max_calls`` of them, and at most ``max_calls`` more wait for a name)."""
+        limit = 2 * self._limits.max_calls  # started calls, and as many waiting for a name
+        keep = [call for call in self._calls if call.status == _PENDING]
+        if len(keep) == len(self._calls):
+            return len(keep) < limit
+        retired = self._retired
+        for index, call in [*self._by_item.items(), *self._by_call_id.items()]:
+            if call.status != _PENDING:
+                retired[index] = None
+        while len(retired) > self._limits.remember_forgotten:
+            del retired[next(iter(retired))]
+        self._calls = keep
+        self._by_item = {k: c for k, c in self._by_item.items() if c.status == _PENDING}
+        self._by_call_id = {k: c for k, c in self._by_call_id.items() if c.status == _PENDING}
+        self._by_output = {k: c for k, c in self._by_output.items() if c.status == _PENDING}
+        return len(keep) < limit
+
+    def _streamed(self, call: _Call) -> str | None:
+        """The text the call holds so far: the sink's (``args_text``), the copy kept for a
+        sink without it, or what waits for the name; ``None`` if unknown."""
+        if not call.started:
+            return None if call.dropped else "".join(call.parts)
+        read = self._read_text
+        if read is not None:
+            text: str | None = read(call.id)
+            return text
+        kept = call.text
+        return None if kept is None else kept.getvalue()
 
     def _settle(self, call: _Call, final: Any, source: str) -> None:
         """Reconcile the streamed text with the final ``arguments``, then make it ready."""
@@ -273,12 +419,16 @@ class OpenAIResponsesAdapter(_Emitter):
             if call.has_text or source == _COMPLETED:
                 self._ready(call)
             return
-        digest = call.digest
-        streamed = digest.chars if digest is not None else 0
-        if (
-            digest is None
-            or not digest.is_prefix_of(final)
-            or (len(final) > streamed and call.status != _PENDING)
+        if call.custom:  # compared as the JSON string written (closed once ready)
+            final = '"' + _json_string_body(final) + ("" if call.status == _PENDING else '"')
+        streamed_text = self._streamed(call)
+        if streamed_text is None:
+            # The sink holds no such call (it refused its start): nothing runs with it.
+            self._ready(call)
+            return
+        streamed = len(streamed_text)
+        if not final.startswith(streamed_text) or (
+            len(final) > streamed and call.status != _PENDING
         ):
             self._fail(
                 call,

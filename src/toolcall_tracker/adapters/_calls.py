@@ -1,0 +1,411 @@
+"""The adapters' call table (private): one record per announced call, each rule once.
+
+Theory of operation
+-------------------
+A provider stream announces a call (a block, a part, an item), streams its argument text
+in fragments that name it by a *key* (a content-block index, a provider id), closes it,
+and ends the turn. Every adapter used to keep its own copy of that life cycle; this
+module keeps the one copy, and an adapter is a *wire map*: it reads each item of its
+provider and calls the table, usually in a line or two per event type.
+
+A :class:`CallTable` is bound to the sink the adapter writes into (a machine, a tracker,
+an :class:`~toolcall_tracker.EventCollector`) and honours that sink's
+:class:`~toolcall_tracker.Limits`. Its operations, each written once here:
+
+- :meth:`CallTable.start`: a new record under ``key``. A call still open at ``key`` is
+  *superseded* (it fails, unless the new call repeats its id: a repeated announcement, which
+  is ignored). A provider id that is missing or longer than ``Limits.max_id_chars`` is
+  replaced by a *minted* id (``_common.IdMinter``), never longer than the limit; an id the
+  stream already *claimed* is handled by the provider's ``reused_id`` rule. The name is
+  cut to ``Limits.max_name_chars``. A call whose name is unusable, or whose key received
+  text *before* it started (:meth:`CallTable.early`), fails right after its start.
+- :meth:`CallTable.more`: the one fast path. More text for an open call whose text already
+  counts goes straight to the sink; anything else returns ``False`` and the adapter takes
+  :meth:`CallTable.append`, which checks the fragment and applies the ``whitespace`` rule.
+- :meth:`CallTable.close`: the ``{}`` rule (a call with no text gets its announced
+  ``initial`` input as JSON, else ``{}``), then ``ready``.
+- :meth:`CallTable.fail`: the call's error value, built by the adapter's failure factory.
+- :meth:`CallTable.end`: the end of the turn; the records are released.
+
+Records are bounded by ``Limits.max_calls``: when that many are kept, the closed ones and
+the ones the sink has forgotten are dropped; a start beyond the bound is still written
+(the machine reports it as ``too_many_calls``) but keeps no record.
+
+Errors from the sink. The table writes every event; an exception the sink (or one of its
+listeners) raises is wrapped in ``_sinkguard.SinkRaised``, a ``BaseException``, so that no
+``except Exception`` in an adapter's decoding can take it for a malformed item. The
+adapter's boundary (:class:`~toolcall_tracker.adapters._base.SinkAdapter`) re-raises the
+original exception. Only an adapter's own decoding of an item may become a call's failure.
+
+Where providers differ, the rule is an option of :class:`Rules`; ``RULES`` is the table of
+every provider's options (documented in ``docs/adapters-internals.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from ..errors import CallFailure
+from ..limits import DEFAULT_LIMITS, Limits
+from ..sink import EventSink
+from ._common import IdMinter, _json_text, _short, _tool_name, _usable_id, logger
+from ._sinkguard import SinkRaised
+
+__all__ = ["RULES", "CallTable", "Record", "Rules", "malformed_event"]
+
+_JSON_WS: Final = " \t\n\r"
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Where providers differ: one named option per rule (see ``RULES``).
+
+    Attributes:
+        mint: the base of a minted id; ``{key}`` is replaced by the record's key. ``None``:
+            ids are never minted (a call without a usable id is ignored).
+        whitespace_is_text: whether a whitespace-only fragment counts as the call's text
+            (else a call that received only whitespace still gets its ``initial`` / ``{}``
+            at close, after the whitespace).
+        empty_name_fails: whether an empty name fails the call (a non-string always does).
+        reused_id: what a provider id the stream already used means: ``"ignore"`` the
+            announcement (a retransmission), or ``"mint"`` a fresh id for a new call.
+        absent_text_fails: whether a fragment event without its text field fails the
+            call (else it says nothing).
+        unit: what the provider calls a call's part of the stream, in error messages.
+        delta_event: the event type that carries fragments, in error values.
+        reads_text: the adapter reads a call's streamed text back (:meth:`CallTable.text`)
+            to check what the provider says it was: the sink's ``args_text`` when it has
+            one, else a copy the table keeps, within ``Limits.max_args_chars``.
+    """
+
+    mint: str | None
+    whitespace_is_text: bool = True
+    empty_name_fails: bool = False
+    absent_text_fails: bool = True
+    unit: str = "block"
+    delta_event: str = "delta"
+    reads_text: bool = False
+    reused_id: Literal["ignore", "mint"] = "ignore"
+
+
+RULES: Final[dict[str, Rules]] = {
+    "anthropic": Rules(
+        mint="anthropic-block-{key}",
+        whitespace_is_text=False,
+        delta_event="content_block_delta",
+    ),
+    "bedrock": Rules(mint="bedrock-block-{key}", delta_event="contentBlockDelta"),
+    "cohere": Rules(
+        mint="cohere-call-{key}",
+        empty_name_fails=True,
+        absent_text_fails=False,
+        unit="call",
+        delta_event="tool-call-delta",
+    ),
+    "ollama": Rules(
+        mint="ollama-call-{key}",
+        empty_name_fails=True,
+        reused_id="mint",
+        absent_text_fails=False,
+        unit="call",
+    ),
+    "gemini": Rules(mint="gemini-call-{key[0]}-{key[1]}", unit="call", delta_event="partial_args"),
+    "ai_sdk": Rules(
+        mint=None,
+        whitespace_is_text=False,
+        unit="call",
+        delta_event="tool-input-delta",
+        reads_text=True,
+    ),
+}
+"""Every provider's options, like the machine's transition table: one row per provider."""
+
+
+class Record:
+    """One call the table keeps: its id, name, key, and what has been streamed into it.
+
+    ``open``: not closed, failed or superseded yet. ``empty``: no fragment that counts as
+    text yet (see ``Rules.whitespace_is_text``). ``streaming``: open and not empty, the
+    fast path's one test (never while a ``copy`` is kept). ``finished``: its outcome (an
+    error, a provider-run result) was written. ``copy``: its text, for a table that reads
+    text back from a sink that holds none (``size`` characters). ``initial``: the input
+    the announcement carried (the text of a call that streams none). ``server``: a
+    provider-run call.
+    """
+
+    __slots__ = (
+        "call_id",
+        "copy",
+        "empty",
+        "finished",
+        "initial",
+        "key",
+        "name",
+        "open",
+        "server",
+        "size",
+        "streaming",
+    )
+
+    def __init__(self, key: Any, call_id: str, name: str, server: bool) -> None:
+        self.key = key
+        self.call_id = call_id
+        self.name = name
+        self.server = server
+        self.initial: Any = None
+        self.empty = True
+        self.streaming = False
+        self.finished = False
+        self.copy: list[str] | None = None
+        self.size = 0
+        self.open = True
+
+
+Failure = Callable[[Record, str, str], CallFailure]
+"""The adapter's failure factory: ``(record, why, event_type) -> error value``."""
+
+
+def malformed_event(kind: Callable[..., CallFailure]) -> Failure:
+    """The failure factory of the adapters whose error value is ``<Provider>MalformedEvent``
+    (``message``, ``event_type``, ``index``)."""
+
+    def failure(record: Record, why: str, event_type: str) -> CallFailure:
+        key = record.key
+        return kind(
+            message=f"call {record.call_id!r} ({record.name}): malformed {event_type}: {why}",
+            event_type=event_type,
+            index=key if type(key) is int else None,
+        )
+
+    return failure
+
+
+class CallTable:
+    """The records of one stream's calls, bound to a sink (see the module doc)."""
+
+    __slots__ = (
+        "_delta",
+        "_early",
+        "_failure",
+        "_ids",
+        "_read",
+        "_rules",
+        "ended",
+        "limits",
+        "records",
+        "sink",
+    )
+
+    def __init__(self, rules: Rules, failure: Failure, sink: EventSink) -> None:
+        self._rules = rules
+        self._failure = failure
+        self.records: dict[Any, Record] = {}
+        self._early: set[Any] = set()
+        self._ids = IdMinter()
+        self.ended = False
+        self.limits: Limits = DEFAULT_LIMITS
+        self.bind(sink)
+
+    def bind(self, sink: EventSink) -> None:
+        """Write into ``sink`` from now on, under its limits."""
+        self.sink = sink
+        self.limits = sink.limits
+        self._delta = sink.write_delta
+        self._read = getattr(sink, "args_text", None) if self._rules.reads_text else None
+
+    # -- the life cycle ---------------------------------------------------------------
+
+    def start(
+        self,
+        key: Any,
+        call_id: Any,
+        name: Any,
+        event_type: str,
+        *,
+        initial: Any = None,
+        server: bool = False,
+    ) -> Record | None:
+        """Start a call under ``key`` (see the module doc); ``None`` if none started."""
+        records = self.records
+        old = records.get(key)
+        if old is not None and old.open:
+            if old.call_id == call_id:
+                return None  # the same call announced twice
+            why = f"a new {self._rules.unit} started at its index before it closed"
+            self.fail(old, why, event_type)
+        limits = self.limits
+        max_id = limits.max_id_chars
+        if _usable_id(call_id, max_id):
+            if not self._ids.claim(call_id, limits):
+                if self._rules.reused_id == "ignore":
+                    logger.debug("ignored a call reusing id %r", call_id)
+                    records.pop(key, None)
+                    return None
+                call_id = self._mint(key)
+        else:
+            call_id = self._mint(key)
+        if call_id is None:
+            logger.warning("ignored a call at %r: no id fits Limits.max_id_chars (%d)", key, max_id)
+            records.pop(key, None)
+            return None
+        text_name = name if type(name) is str else ""
+        record = Record(key, call_id, text_name, server)
+        if self._rules.reads_text and self._read is None:
+            record.copy = []
+        if len(records) >= limits.max_calls and key not in records:
+            records = self._prune()
+        if len(records) < limits.max_calls or key in records:
+            records[key] = record
+        else:
+            records.pop(key, None)
+        self._write_start(call_id, _tool_name(text_name, limits.max_name_chars))
+        if type(name) is not str or (not name and self._rules.empty_name_fails):
+            self.fail(record, f"the call has no name ({_short(name)})", event_type)
+        elif key in self._early:
+            self._early.discard(key)
+            rules = self._rules
+            why = f"argument text arrived before the {rules.unit} started"
+            self.fail(record, why, rules.delta_event)
+        else:
+            record.initial = initial
+            return record
+        return None
+
+    def early(self, key: Any) -> None:
+        """Argument text for ``key`` before any call started there: the call that then
+        starts at ``key`` fails (its text would miss this fragment)."""
+        if not self.ended and len(self._early) < self.limits.max_calls:
+            logger.debug("argument text at %r before its %s", key, self._rules.unit)
+            self._early.add(key)
+
+    def more(self, key: Any, text: Any) -> bool:
+        """The fast path: write ``text`` for the open, non-empty call at ``key`` and return
+        ``True``; ``False`` (nothing written) for anything else."""
+        record = self.records.get(key)
+        if record is None or not record.streaming or type(text) is not str or not text:
+            return False
+        try:
+            self._delta(record.call_id, text)
+        except Exception as exc:
+            raise SinkRaised(exc) from None
+        return True
+
+    def append(self, record: Record, text: Any, event_type: str) -> None:
+        """Append a fragment to an open call: fails it if ``text`` is not a string (``None``:
+        see ``Rules.absent_text_fails``); nothing for ``""``."""
+        if not record.open or (text is None and not self._rules.absent_text_fails):
+            return
+        if not isinstance(text, str):
+            self.fail(record, f"the argument text must be a string, got {_short(text)}", event_type)
+            return
+        if not text:
+            return
+        if record.empty and (self._rules.whitespace_is_text or text.strip(_JSON_WS)):
+            record.empty = False
+            record.streaming = record.copy is None
+        copy = record.copy
+        if copy is not None:
+            record.size += len(text)
+            if record.size > self.limits.max_args_chars:
+                record.copy = None  # the sink fails the call (ArgumentsTooLarge)
+            else:
+                copy.append(text)
+        self._write_delta(record.call_id, text)
+
+    def close(self, key: Any, event_type: str) -> None:
+        """Make the open call at ``key`` ready, applying the ``{}`` rule first."""
+        record = self.records.get(key)
+        if record is None or not record.open:
+            return
+        if record.empty:
+            initial = record.initial
+            text = "{}" if initial is None else _json_text(initial)
+            if text is None:
+                why = f"the call's input cannot be written as JSON: {_short(initial)}"
+                self.fail(record, why, event_type)
+                return
+            record.open = False
+            self._write_delta(record.call_id, text)
+        record.open = record.streaming = False
+        record.copy = None
+        self._write("write_ready", record.call_id)
+
+    def fail(
+        self, record: Record, why: str, event_type: str, error: CallFailure | None = None
+    ) -> None:
+        """Fail an open call with the adapter's error value (``error``, if given)."""
+        if not record.open:
+            return
+        self.finish(record, error or self._failure(record, why, event_type))
+
+    def finish(self, record: Record, error: Any) -> None:
+        """Write a call's error, reported by the provider (whether ready or not)."""
+        record.open = record.streaming = False
+        record.finished = True
+        record.copy = None
+        self.error(record.call_id, error)
+
+    def text(self, record: Record) -> str | None:
+        """The text a call holds (``Rules.reads_text``): the sink's, or the copy kept;
+        ``None`` when unknown (the sink has no such call, or the copy outgrew the limit)."""
+        read = self._read
+        if read is not None:
+            text: str | None = read(record.call_id)
+            return text
+        copy = record.copy
+        return None if copy is None else "".join(copy)
+
+    def end(self, ok: bool, reason: str) -> None:
+        """End the turn; every record is released."""
+        self.ended = True
+        self.records.clear()
+        self._early.clear()
+        try:
+            self.sink.write_end(ok, reason)
+        except Exception as exc:
+            raise SinkRaised(exc) from None
+
+    # -- writing ----------------------------------------------------------------------
+
+    def result(self, call_id: str, value: Any) -> None:
+        """A provider-run call's result."""
+        self._write("write_result", call_id, value)
+
+    def error(self, call_id: str, value: Any) -> None:
+        """A call's error value."""
+        self._write("write_error", call_id, value)
+
+    def _write_start(self, call_id: str, name: str) -> None:
+        self._write("write_start", call_id, name)
+
+    def _write_delta(self, call_id: str, text: str) -> None:
+        try:
+            self._delta(call_id, text)
+        except Exception as exc:
+            raise SinkRaised(exc) from None
+
+    def _write(self, method: str, call_id: str, *payload: Any) -> None:
+        try:
+            getattr(self.sink, method)(call_id, *payload)
+        except Exception as exc:
+            raise SinkRaised(exc) from None
+
+    # -- internals --------------------------------------------------------------------
+
+    def _mint(self, key: Any) -> str | None:
+        base = self._rules.mint
+        if base is None:
+            return None
+        return self._ids.mint(base.format(key=key), self.limits)
+
+    def _prune(self) -> dict[Any, Record]:
+        """Drop the records no event can need: closed calls, and calls the sink forgot."""
+        forgotten = getattr(self.sink, "is_forgotten", None)
+        self.records = records = {
+            key: record
+            for key, record in self.records.items()
+            if record.open and not (forgotten is not None and forgotten(record.call_id))
+        }
+        return records
