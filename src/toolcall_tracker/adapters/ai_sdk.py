@@ -60,10 +60,9 @@ and :data:`UI_MESSAGE_STREAM_HEADERS` are the response headers ``useChat`` expec
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
-from .._json import _ArgumentsError, parse_json
 from ..errors import CallFailure
 from ..limits import Limits
 from ._ai_sdk_encoder import (
@@ -74,6 +73,7 @@ from ._ai_sdk_encoder import (
     encode_ai_sdk,
     to_sse,
 )
+from ._ai_sdk_input import MISSING, Held, input_text
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record
 from ._common import (
@@ -85,10 +85,12 @@ from ._common import (
 
 __all__ = [
     "AISDKAdapter",
+    "AISDKApprovalPending",
     "AISDKEncoder",
     "AISDKListener",
     "AISDKInputMismatch",
     "AISDKMalformedPart",
+    "AISDKStepReset",
     "AISDKToolError",
     "SSE_DONE",
     "UI_MESSAGE_STREAM_HEADERS",
@@ -120,14 +122,28 @@ class AISDKInputMismatch(CallFailure):
     input: Any = None
 
 
+class AISDKApprovalPending(CallFailure):
+    """The stream asked for approval of this call (``tool-approval-request``) and ended
+    before a decision: the call never ran. ``approval_id`` is the request's ``approvalId``;
+    the decision goes back to the server, whose next response runs or denies the call.
+    """
+
+    kind: Literal["ai_sdk_approval_pending"] = "ai_sdk_approval_pending"
+    approval_id: str = ""
+
+
+class AISDKStepReset(CallFailure):
+    """The server retracted the call's step (``reset-step``) before the call was made
+    ready: the call never ran."""
+
+    kind: Literal["ai_sdk_step_reset"] = "ai_sdk_step_reset"
+
+
 class AISDKMalformedPart(CallFailure):
     """A part for this call was malformed (a delta that is not a string, no tool name...)."""
 
     kind: Literal["ai_sdk_malformed_part"] = "ai_sdk_malformed_part"
     part_type: str
-
-
-_MISSING: Any = object()
 
 
 def _decode_text(item: str | bytes) -> Any:
@@ -150,10 +166,9 @@ class AISDKAdapter(SinkAdapter):
     Limits (those of the sink written into): a ``toolCallId`` longer than
     ``Limits.max_id_chars`` routes nothing (its parts are ignored and logged), a
     ``toolName`` longer than ``max_name_chars`` is cut to a name no tool can have
-    (``...(cut)``). The ``tool-input-available`` check reads the streamed text back from
-    the machine or tracker written into; only through ``feed`` / ``end`` does the adapter
-    keep a copy, up to ``max_args_chars`` characters (past that the sink has failed the
-    call, ``ArgumentsTooLarge``, and the copy is released).
+    (``...(cut)``). A call's streamed text is held until ``tool-input-available``, up to
+    ``max_args_chars`` characters (past that it is written, and the sink fails the call,
+    ``ArgumentsTooLarge``).
 
     Args:
         limits: the limits to honour through ``feed`` / ``end`` (written into a machine
@@ -163,51 +178,21 @@ class AISDKAdapter(SinkAdapter):
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
         self._table = self._calls = CallTable(RULES["ai_sdk"], _failure, self._sink)
+        self._held: dict[str, Held] = {}
+        self._step: list[Record] = []
 
     def _translate(self, item: Any) -> None:
         """Write the events one part implies (possibly none). Only what the sink raises
         propagates; a part that cannot be read is logged and ignored."""
-        calls = self._calls
         try:
-            if type(item) is dict:
-                kind = item.get("type")
-                if kind == "tool-input-delta":
-                    if not calls.more(item.get("toolCallId"), item.get("inputTextDelta")):
-                        self._on_delta(item)
-                    return
-            else:
-                if isinstance(item, str | bytes):
-                    item = _decode_text(item)
-                kind = _get(item, "type")
-                if kind == "tool-input-delta":
-                    self._on_delta(item)
-                    return
-            if not isinstance(kind, str) or not kind.startswith(
-                ("tool-", "finish", "error", "abort")
-            ):
+            if isinstance(item, str | bytes):
+                item = _decode_text(item)
+            kind = _get(item, "type")
+            if not isinstance(kind, str):
                 return
-            if kind.startswith("tool-output-"):
-                self._on_output(item, kind)
-                return
-            if calls.ended:
-                return
-            if kind == "tool-input-start":
-                self._on_start(item)
-            elif kind == "tool-input-available":
-                self._on_available(item)
-            elif kind == "tool-input-error":
-                self._on_input_error(item)
-            elif kind == "finish":
-                reason = _get(item, "finishReason")
-                if isinstance(reason, str):
-                    calls.end(reason in _OK_FINISH_REASONS, reason)
-                else:
-                    calls.end(True, "finish")
-            elif kind == "error":
-                text = _get(item, "errorText")
-                calls.end(False, text if isinstance(text, str) and text else "error")
-            elif kind == "abort":
-                calls.end(False, "abort")
+            handler = self._HANDLERS.get(kind)
+            if handler is not None and not (self._calls.ended and kind in _BEFORE_END):
+                handler(self, item)
         except Exception:
             logger.debug(
                 "ai_sdk: ignored a part that could not be read: %.200r", item, exc_info=True
@@ -216,15 +201,23 @@ class AISDKAdapter(SinkAdapter):
     def _finish_stream(self) -> None:
         """The end of the stream: ``End(ok=False)`` unless a finish/error/abort part came."""
         if not self._calls.ended:
-            self._calls.end(False, "stream ended without a finish part")
+            self._end(False, "stream ended without a finish part")
 
     # -- handlers ---------------------------------------------------------------------
 
     def _on_delta(self, item: Any) -> None:
-        call_id = _get(item, "toolCallId")
-        record = self._calls.records.get(call_id) if isinstance(call_id, str) else None
-        if record is not None:  # no call there: ignored (parts always start a call first)
-            self._calls.append(record, _get(item, "inputTextDelta"), "tool-input-delta")
+        record = self._open(item)
+        held = None if record is None else self._held.get(record.call_id)
+        if record is None or held is None or held.available:
+            return  # no call there: ignored (parts always start a call first)
+        text = _get(item, "inputTextDelta")
+        if not isinstance(text, str):
+            self._fail(record, f"the argument text must be a string, got {_short(text)}")
+            return
+        held.add(text)
+        if held.size > self._limits.max_args_chars:  # the sink fails it: ArgumentsTooLarge
+            del self._held[record.call_id]
+            self._calls.append(record, held.text(), "tool-input-delta")
 
     def _record(self, item: Any, part_type: str, *, start: bool = True) -> Record | None:
         """The record of the part's call; started by ``part_type`` if ``start`` and new."""
@@ -236,38 +229,68 @@ class AISDKAdapter(SinkAdapter):
         record = calls.records.get(call_id)
         if record is None and start:
             record = calls.start(call_id, call_id, _get(item, "toolName"), part_type)
+            if record is not None and calls.records.get(call_id) is record:
+                self._hold(record, _get(item, "inputEncoding") == "text")
         return record
+
+    def _hold(self, record: Record, text_input: bool) -> None:
+        """Hold a new call; the held calls are as many as the table's records at most."""
+        held = self._held
+        if len(held) >= self._limits.max_calls:
+            records = self._calls.records
+            self._held = held = {key: h for key, h in held.items() if key in records}
+            self._step = [r for r in self._step if r.call_id in held]
+        held[record.call_id] = Held(text_input)
+        self._step.append(record)
+
+    def _open(self, item: Any) -> Record | None:
+        call_id = _get(item, "toolCallId")
+        record = self._calls.records.get(call_id) if isinstance(call_id, str) else None
+        return record if record is not None and record.open else None
 
     def _on_start(self, item: Any) -> None:
         if _get(item, "toolCallId") not in self._calls.records:
             self._record(item, "tool-input-start")
 
     def _on_available(self, item: Any) -> None:
-        calls = self._calls
         record = self._record(item, "tool-input-available")
-        if record is None or not record.open:
+        held = None if record is None else self._held.get(record.call_id)
+        if record is None or held is None or held.available or not record.open:
             return
-        given = item.get("input", _MISSING) if isinstance(item, Mapping) else _MISSING
-        if record.empty:
-            record.initial = None if given is _MISSING else given
-        elif given is not _MISSING:
-            streamed = calls.text(record)
-            if streamed is not None and not _same_json(streamed, given):
-                mismatch = AISDKInputMismatch(
-                    message=f"call {record.call_id!r} ({record.name}): tool-input-available "
-                    f"has an input ({_short(given)}) the streamed text does not parse to",
-                    input=given,
-                )
-                calls.fail(record, "", "tool-input-available", mismatch)
-                return
-        calls.close(record.call_id, "tool-input-available")
+        given = item.get("input", MISSING) if isinstance(item, Mapping) else MISSING
+        if _get(item, "inputEncoding") == "text":
+            held.text_input = True
+        text, replaced = input_text(held, given)
+        if text is None:
+            self._fail(record, f"the call's input cannot be written as JSON: {_short(given)}")
+            return
+        if replaced:
+            logger.debug(
+                "ai_sdk: call %r: the stated input replaces the streamed text %.200r",
+                record.call_id,
+                held.text(),
+            )
+        held.available = True
+        record.empty = False  # the table writes no {} for it
+        self._calls.append(record, text, "tool-input-available")
+
+    def _on_approval(self, item: Any) -> None:
+        record = self._open(item)
+        held = None if record is None else self._held.get(record.call_id)
+        if held is not None:
+            approval_id = _get(item, "approvalId")
+            held.approval_id = approval_id if isinstance(approval_id, str) else ""
+        elif record is None:
+            logger.debug("ai_sdk: tool-approval-request for no call held: %.200r", item)
 
     def _on_input_error(self, item: Any) -> None:
         record = self._record(item, "tool-input-error")
         if record is not None and not record.finished:
+            self._release(record)
             self._calls.finish(record, _tool_error(item, "tool-input-error"))
 
-    def _on_output(self, item: Any, kind: str) -> None:
+    def _on_output(self, item: Any) -> None:
+        kind = _get(item, "type")
         call_id = _get(item, "toolCallId")
         if not _usable_id(call_id, self._limits.max_id_chars):
             return
@@ -279,13 +302,130 @@ class AISDKAdapter(SinkAdapter):
             if _get(item, "preliminary") is True:
                 return
             if record is not None:
+                self._ready(record)  # the server ran it: ready, then its result
                 record.finished = True
             calls.result(call_id, _get(item, "output"))
-        elif kind in ("tool-output-error", "tool-output-denied"):
+        else:  # tool-output-error, tool-output-denied
             if record is not None:
+                if kind == "tool-output-error":
+                    self._ready(record)  # the server ran it, and it failed
+                else:
+                    self._release(record)  # denied: it never ran
                 calls.finish(record, _tool_error(item, kind))
             else:
                 calls.error(call_id, _tool_error(item, kind))
+
+    def _on_start_step(self, item: Any) -> None:
+        self._step = []
+
+    def _on_finish_step(self, item: Any) -> None:
+        for record in self._step:
+            held = self._held.get(record.call_id)
+            if held is not None and held.available and held.approval_id is None:
+                self._ready(record)
+        self._step = []
+
+    def _on_reset_step(self, item: Any) -> None:
+        for record in self._step:
+            if self._held.get(record.call_id) is not None:
+                why = "the server retracted its step (reset-step); it never ran"
+                self._fail(
+                    record,
+                    why,
+                    AISDKStepReset(message=f"call {record.call_id!r} ({record.name}): {why}"),
+                )
+        self._step = []
+
+    def _on_finish(self, item: Any) -> None:
+        for call_id, held in list(self._held.items()):
+            record = self._calls.records.get(call_id)
+            if record is None or not held.available:
+                continue
+            if held.approval_id is None:
+                self._ready(record)
+            else:
+                self._fail(record, "", _approval_pending(record, held.approval_id))
+        reason = _get(item, "finishReason")
+        if isinstance(reason, str):
+            self._end(reason in _OK_FINISH_REASONS, reason)
+        else:
+            self._end(True, "finish")
+
+    def _on_error(self, item: Any) -> None:
+        text = _get(item, "errorText")
+        self._end(False, text if isinstance(text, str) and text else "error", ready=True)
+
+    def _on_abort(self, item: Any) -> None:
+        self._end(False, "abort")
+
+    # -- writing ----------------------------------------------------------------------
+
+    def _release(self, record: Record) -> None:
+        """Stop holding a call: its streamed text is written, if it never was (so that
+        an error shows it)."""
+        held = self._held.pop(record.call_id, None)
+        if held is not None and not held.available and held.parts and record.open:
+            self._calls.append(record, held.text(), "tool-input-delta")
+
+    def _ready(self, record: Record) -> None:
+        """Make a held call ready (its text written first, if it never was)."""
+        self._release(record)
+        self._calls.close(record.call_id, "tool-output-available")
+
+    def _fail(self, record: Record, why: str, error: CallFailure | None = None) -> None:
+        self._release(record)
+        self._calls.fail(record, why, "tool-input-delta", error)
+
+    def _end(self, ok: bool, reason: str, *, ready: bool = False) -> None:
+        """End the turn. With ``ready`` (an ``error`` part: the server's turn failed, after
+        the calls it had validated), the calls whose input is available and that need no
+        approval are made ready first, as at ``finish``. Every other call still held stays
+        ``pending`` and the turn's end abandons it (its streamed text written first, so
+        that the error shows it)."""
+        for call_id, held in list(self._held.items()):
+            record = self._calls.records.get(call_id)
+            if record is None:
+                continue
+            if ready and held.available and held.approval_id is None:
+                self._ready(record)
+            else:
+                self._release(record)
+        self._held.clear()
+        self._step = []
+        self._calls.end(ok, reason)
+
+    _HANDLERS: Final[dict[str, Callable[[AISDKAdapter, Any], None]]] = {
+        "tool-input-start": _on_start,
+        "tool-input-delta": _on_delta,
+        "tool-input-available": _on_available,
+        "tool-input-error": _on_input_error,
+        "tool-approval-request": _on_approval,
+        "tool-output-available": _on_output,
+        "tool-output-error": _on_output,
+        "tool-output-denied": _on_output,
+        "start-step": _on_start_step,
+        "finish-step": _on_finish_step,
+        "reset-step": _on_reset_step,
+        "finish": _on_finish,
+        "error": _on_error,
+        "abort": _on_abort,
+    }
+
+
+_BEFORE_END: Final = frozenset(AISDKAdapter._HANDLERS) - {
+    "tool-output-available",
+    "tool-output-error",
+    "tool-output-denied",
+}
+
+
+def _approval_pending(record: Record, approval_id: str) -> AISDKApprovalPending:
+    return AISDKApprovalPending(
+        message=f"call {record.call_id!r} ({record.name}) awaits approval ({approval_id!r}) "
+        "when the turn ends; it never ran. The decision goes back to the server, whose next "
+        "response runs or denies it",
+        approval_id=approval_id,
+    )
 
 
 def _failure(record: Record, why: str, part_type: str) -> AISDKMalformedPart:
@@ -293,41 +433,6 @@ def _failure(record: Record, why: str, part_type: str) -> AISDKMalformedPart:
         message=f"call {record.call_id!r} ({record.name}): malformed {part_type}: {why}",
         part_type=part_type,
     )
-
-
-def _same_json(text: str, value: Any) -> bool:
-    """Whether ``text`` parses to ``value``, compared as JSON values (see :func:`_json_equal`)."""
-    try:
-        parsed = parse_json(text)
-    except _ArgumentsError:
-        return False
-    try:
-        return _json_equal(parsed, value)
-    except RecursionError:
-        return False
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON-typed equality: a boolean never equals a number (``true != 1``), numbers compare
-    by value (``1 == 1.0``), objects by keys and values, arrays (lists or tuples) item by
-    item, in order."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a is b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return bool(a == b)
-    if isinstance(a, str) or isinstance(b, str):
-        return isinstance(a, str) and isinstance(b, str) and a == b
-    if a is None or b is None:
-        return a is None and b is None
-    if isinstance(a, Mapping):
-        if not isinstance(b, Mapping) or len(a) != len(b):
-            return False
-        return all(key in b and _json_equal(value, b[key]) for key, value in a.items())
-    if isinstance(a, list | tuple):
-        if not isinstance(b, list | tuple) or len(a) != len(b):
-            return False
-        return all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 def _tool_error(item: Any, kind: str) -> AISDKToolError:
