@@ -50,12 +50,14 @@ def produced(tmp: Path) -> dict[str, str]:
     return _produced(str(tmp))
 
 
-def consume(text: str) -> dict[str, Any]:
+def consume(text: str, message: dict[str, Any] | None = None) -> dict[str, Any]:
     """How the SDK reads ``text``: ``rejected`` chunks, chat-state ``errors``,
-    ``finishReason`` and the assistant message's ``parts``."""
+    ``finishReason`` and the assistant message's ``parts``; continuing ``message`` (an
+    assistant message: ``id``, ``role``, ``parts``) if given."""
     node = need_node()
+    extra = [] if message is None else [json.dumps(message)]
     done = subprocess.run(
-        [node, "consume.mjs"],
+        [node, "consume.mjs", *extra],
         cwd=JS,
         input=text.encode(),
         capture_output=True,

@@ -8,14 +8,32 @@ and chat state. Skips without Node / ``npm ci`` (fails instead when
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
+import subprocess
 from typing import Any
 
 import pytest
-from _ai_sdk_node import consume, produced
 
-from toolcall_tracker import Status, tool_call_streaming_state_machine
-from toolcall_tracker.adapters import AISDKAdapter, apply_stream
+from _ai_sdk_node import JS, consume, need_node, produced
+from toolcall_tracker import (
+    ApprovalDenied,
+    Delta,
+    End,
+    Error,
+    Ready,
+    Result,
+    Start,
+    Status,
+    tool_call_streaming_state_machine,
+)
+from toolcall_tracker.adapters import (
+    SSE_DONE,
+    UI_MESSAGE_STREAM_HEADERS,
+    AISDKAdapter,
+    AISDKEncoder,
+    apply_stream,
+    to_sse,
+)
 from toolcall_tracker.adapters.ai_sdk import (
     AISDKApprovalPending,
     AISDKStepReset,
@@ -60,7 +78,7 @@ def test_a_call_awaiting_approval_never_looks_running(streams: dict[str, str]) -
     assert call.status == Status.ERROR  # it never ran: the decision is the next request's
     assert isinstance(call.error, AISDKApprovalPending)
     assert call.error.approval_id.startswith("aitxt-")
-    assert call.args_text == "{\"path\":\"/tmp/x\"}"
+    assert call.args_text == '{"path":"/tmp/x"}'
 
 
 def test_a_generator_tool_has_its_final_output(streams: dict[str, str]) -> None:
@@ -96,7 +114,8 @@ def test_every_step_of_a_multi_step_run(streams: dict[str, str]) -> None:
 def test_a_length_cut_off_abandons_the_streaming_call(streams: dict[str, str]) -> None:
     machine = read(streams["length"])
     (call,) = machine.list()
-    assert call.status == Status.ERROR and call.args_text == '{"city":"Par'
+    assert call.status == Status.ERROR
+    assert call.args_text == '{"city":"Par'
     assert (machine.end.ok, machine.end.reason) == (False, "length")
 
 
@@ -109,7 +128,8 @@ def test_an_abort_ends_the_turn_not_ok(streams: dict[str, str]) -> None:
 
 def test_a_failing_tool_is_an_error(streams: dict[str, str]) -> None:
     (call,) = read(streams["tool_error"]).list()
-    assert isinstance(call.error, AISDKToolError) and call.error.message == "Error: boom"
+    assert isinstance(call.error, AISDKToolError)
+    assert call.error.message == "Error: boom"
 
 
 # -- parts the mock model cannot make the SDK write: as its chunk schema defines them --
@@ -161,8 +181,149 @@ def test_a_denied_call_never_ran() -> None:
     assert call.error.part_type == "tool-output-denied"
 
 
-def test_the_sdk_reads_its_own_streams(streams: dict[str, str], tmp_path: Path) -> None:
+def test_the_sdk_reads_its_own_streams(streams: dict[str, str]) -> None:
     seen = consume(streams["approval"])
-    assert seen["rejected"] == [] and seen["errors"] == []
+    assert seen["rejected"] == []
+    assert seen["errors"] == []
     (tool,) = [p for p in seen["parts"] if p["type"].startswith("tool-")]
     assert tool["state"] == "approval-requested"
+
+
+# -- the encoder, read by the SDK ---------------------------------------------------------
+
+
+def sse(parts: list[dict[str, Any]]) -> str:
+    return "".join(to_sse(part) for part in parts) + SSE_DONE
+
+
+def encoded(events: list[Any], encoder: AISDKEncoder | None = None) -> list[dict[str, Any]]:
+    encoder = encoder or AISDKEncoder()
+    return encoder.start() + [part for event in events for part in encoder.encode(event)]
+
+
+def tools(seen: dict[str, Any]) -> list[dict[str, Any]]:
+    assert seen["rejected"] == [], seen["rejected"]  # no chunk the schema rejects
+    return [part for part in seen["parts"] if part["type"].startswith("tool-")]
+
+
+def test_a_turn_with_a_result_and_a_failure() -> None:
+    seen = consume(
+        sse(
+            encoded(
+                [
+                    Start(id="a", name="weather"),
+                    Delta(id="a", argsTextDelta='{"city":"Oslo"}'),
+                    Ready(id="a"),
+                    Start(id="b", name="weather"),
+                    Delta(id="b", argsTextDelta="{}"),
+                    Ready(id="b"),
+                    Result(id="a", result={"degrees": 3}),
+                    Error(id="b", error="no city"),
+                    End(ok=True, reason="tool_calls"),
+                ]
+            )
+        )
+    )
+    assert [(t["toolCallId"], t["state"]) for t in tools(seen)] == [
+        ("a", "output-available"),
+        ("b", "output-error"),
+    ]
+    assert tools(seen)[0]["output"] == {"degrees": 3}
+    assert (seen["finishReason"], seen["errors"]) == ("tool-calls", [])
+
+
+def test_a_length_cut_off_is_a_finish_and_later_outputs_still_show() -> None:
+    encoder = AISDKEncoder()
+    parts = encoded(
+        [
+            Start(id="a", name="f"),
+            Delta(id="a", argsTextDelta="{}"),
+            Ready(id="a"),
+            Start(id="b", name="f"),
+            Delta(id="b", argsTextDelta='{"x":'),
+            End(ok=False, reason="length"),
+            Result(id="a", result="late"),  # a tool that finishes after the cut-off
+        ],
+        encoder,
+    )
+    assert "error" not in [part["type"] for part in parts]
+    seen = consume(sse(parts))
+    assert (seen["finishReason"], seen["errors"]) == ("length", [])
+    assert [(t["toolCallId"], t["state"]) for t in tools(seen)] == [
+        ("a", "output-available"),
+        ("b", "output-error"),
+    ]
+
+
+def test_a_failed_turn_is_an_error_for_the_chat() -> None:
+    seen = consume(sse(encoded([End(ok=False, reason="upstream failed")])))
+    assert "upstream failed" in seen["errors"]  # the chat goes to status error
+
+
+def test_approval_parts_as_the_chat_shows_them() -> None:
+    encoder = AISDKEncoder()
+    events = [Start(id="a", name="rm"), Delta(id="a", argsTextDelta="{}"), Ready(id="a")]
+    events += [Start(id="b", name="rm"), Delta(id="b", argsTextDelta="{}"), Ready(id="b")]
+    parts = encoded(events, encoder)
+    parts += encoder.approval_request("a", "approval-a")
+    parts += encoder.approval_request("b", "approval-b")
+    parts += encoder.encode(
+        Error(id="b", error=ApprovalDenied(message="no", tool="rm", reason="no"))
+    )
+    parts += encoder.encode(End(ok=True, reason="tool_calls"))
+    seen = consume(sse(parts))
+    a, b = tools(seen)
+    assert (a["state"], a["approval"]["id"]) == ("approval-requested", "approval-a")
+    assert b["state"] == "output-denied"
+
+
+def test_steps_keep_every_call_apart_even_with_the_same_minted_id() -> None:
+    encoder = AISDKEncoder()
+    turn = [
+        Start(id="ollama-call-0", name="f"),
+        Delta(id="ollama-call-0", argsTextDelta="{}"),
+        Ready(id="ollama-call-0"),
+        Result(id="ollama-call-0", result=1),
+    ]
+    parts = encoded(turn, encoder)
+    parts += encoder.next_step(End(ok=True, reason="tool_calls"))
+    parts += [part for event in turn[:3] for part in encoder.encode(event)]
+    parts += encoder.encode(Result(id="ollama-call-0", result=2))
+    parts += encoder.encode(End(ok=True, reason="stop"))
+    seen = consume(sse(parts))
+    assert [(t["toolCallId"], t["output"]) for t in tools(seen)] == [
+        ("ollama-call-0", 1),
+        ("ollama-call-0~1", 2),
+    ]
+    assert [p["type"] for p in seen["parts"]].count("step-start") == 1
+    assert seen["finishReason"] == "stop"
+
+
+def test_resumed_outcomes_continue_the_message() -> None:
+    encoder = AISDKEncoder()
+    events = [Start(id="a", name="rm"), Delta(id="a", argsTextDelta="{}"), Ready(id="a")]
+    events += [Start(id="b", name="rm"), Delta(id="b", argsTextDelta="{}"), Ready(id="b")]
+    first = encoded(events, encoder) + encoder.approval_request("a", "x")
+    first += encoder.approval_request("b", "y") + encoder.encode(End(ok=True))
+    message = {"id": "m1", "role": "assistant", "parts": consume(sse(first))["parts"]}
+    # the decided calls, as runner.resume returns them: a approved and run, b denied
+    machine = tool_call_streaming_state_machine()
+    for call_id in ("a", "b"):
+        machine.apply(Start(id=call_id, name="rm"))
+        machine.apply(Delta(id=call_id, argsTextDelta="{}"))
+        machine.apply(Ready(id=call_id))
+    machine.apply(Result(id="a", result="removed"))
+    machine.apply(Error(id="b", error=ApprovalDenied(message="denied", tool="rm", reason="no")))
+    second = AISDKEncoder()
+    parts = second.start() + second.outcomes(machine.list()) + second.encode(End(ok=True))
+    seen = consume(sse(parts), message)
+    a, b = tools(seen)
+    assert (a["state"], a["output"]) == ("output-available", "removed")
+    assert b["state"] == "output-denied"
+
+
+def test_the_headers_are_the_sdks() -> None:
+    node = need_node()
+    script = "import('ai').then(m => console.log(JSON.stringify(m.UI_MESSAGE_STREAM_HEADERS)))"
+    done = subprocess.run([node, "-e", script], cwd=JS, capture_output=True, check=True, timeout=60)
+    assert json.loads(done.stdout) == dict(UI_MESSAGE_STREAM_HEADERS)

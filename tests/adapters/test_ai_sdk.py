@@ -212,7 +212,7 @@ def test_encoder_parts() -> None:
         {"type": "tool-output-available", "toolCallId": "c1", "output": [1]}
     ]
     assert encoder.encode(Error(id="c1", error="late")) == []
-    assert encoder.encode(End(ok=True)) == [{"type": "finish"}]
+    assert encoder.encode(End(ok=True)) == [{"type": "finish", "finishReason": "stop"}]
 
 
 def test_encoder_errors_and_end() -> None:
@@ -233,9 +233,15 @@ def test_encoder_errors_and_end() -> None:
     assert bad["errorText"].startswith("invalid JSON")
     assert encoder.encode(Error(id="run", error=ValueError("x"))) != []
     parts = encoder.encode(End(ok=False, reason="length"))
-    assert [p["type"] for p in parts] == ["tool-input-error", "error", "finish"]
+    # a cut-off is no error (the SDK writes finish, finishReason "length", and no error)
+    assert [p["type"] for p in parts] == ["tool-input-error", "finish"]
     assert parts[0]["toolCallId"] == "open"
-    assert parts[1]["errorText"] == "length"
+    assert parts[1]["finishReason"] == "length"
+    assert encoder.encode(End(ok=False, reason="boom")) == []  # the turn already ended
+    assert AISDKEncoder().encode(End(ok=False, reason="boom")) == [
+        {"type": "error", "errorText": "boom"},
+        {"type": "finish", "finishReason": "error"},
+    ]
 
 
 def test_encoder_error_text_uses_message() -> None:
@@ -398,7 +404,6 @@ def test_listener_and_encoder_agree_on_invalid_json_and_abandoned_calls() -> Non
         "tool-input-start",
         "tool-input-delta",
         "tool-input-error",
-        "error",
         "finish",
     ]
     assert parts[5]["errorText"] == "the turn ended (length) before the arguments were complete"

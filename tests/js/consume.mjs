@@ -1,6 +1,7 @@
 // Read a UI message stream (SSE bytes on stdin) as useChat does: the SDK's own event-stream
 // parser and chunk schema (parseJsonEventStream + uiMessageChunkSchema), then its chat state
-// (readUIMessageStream). Prints one JSON object: the chunks the schema rejected, the
+// (readUIMessageStream). An argument, if given, is the JSON of the assistant message the
+// stream continues (as useChat continues it after the client's approvals). Prints one JSON object: the chunks the schema rejected, the
 // errors the chat state raised, the finish reason, and the assistant message's parts.
 import { parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema } from 'ai';
 
@@ -26,11 +27,17 @@ const valid = parsed.pipeThrough(new TransformStream({
   },
 }));
 let message = null;
-for await (const m of readUIMessageStream({
-  stream: valid,
-  onError: (e) => errors.push(String(e?.message ?? e)),
-  terminateOnError: true,
-})) {
-  message = m;
+const previous = process.argv[2] ? JSON.parse(process.argv[2]) : undefined;
+try {
+  for await (const m of readUIMessageStream({
+    message: previous,
+    stream: valid,
+    onError: (e) => errors.push(String(e?.message ?? e)),
+    terminateOnError: true,
+  })) {
+    message = m;
+  }
+} catch (e) {
+  errors.push(String(e?.message ?? e)); // the chat stops reading: status "error"
 }
 process.stdout.write(JSON.stringify({ rejected, errors, finishReason, parts: message?.parts ?? [] }));

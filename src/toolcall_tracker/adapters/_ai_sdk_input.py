@@ -72,7 +72,8 @@ def input_text(held: Held, given: Any) -> tuple[str | None, bool]:
     if held.text_input:
         value = streamed if given is MISSING else given
         return _json_text(value), given is not MISSING and given != streamed and bool(streamed)
-    if given is MISSING or given is None:  # no input (null as for AI SDK v4): whitespace alone is no text: the call gets ``{}`` after it
+    # no input (or null, as AI SDK v4 writes it); whitespace alone is no text: {} follows
+    if given is MISSING or given is None:
         return (streamed if streamed.strip() else streamed + "{}"), False
     if streamed.strip() and _same_json(streamed, given):
         return streamed, False
