@@ -5,7 +5,7 @@ with its mock model, ``toUIMessageStreamResponse()``); ``consume(text)`` has it 
 (``tests/js/consume.mjs``: its event-stream parser, chunk schema and chat state, as
 ``useChat`` reads them). Without ``node`` or ``tests/js/node_modules`` (run ``npm ci`` in
 ``tests/js``) the tests that need them skip, or fail when
-``TOOLCALL_TRACKER_REQUIRE_NODE`` is set (``.ci/run`` sets it).
+``TOOLCALL_TRACKER_REQUIRE_NODE`` is set (``.ci/run`` sets it) or ``CI`` is ``true``.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ def need_node() -> str:
         why = "tests/js/node_modules is missing: run `npm ci` in tests/js"
     else:
         return node
-    if os.environ.get("TOOLCALL_TRACKER_REQUIRE_NODE"):
-        pytest.fail(f"{why} (TOOLCALL_TRACKER_REQUIRE_NODE is set)")
+    if os.environ.get("TOOLCALL_TRACKER_REQUIRE_NODE") or os.environ.get("CI") == "true":
+        pytest.fail(f"{why} (required here: CI=true or TOOLCALL_TRACKER_REQUIRE_NODE)")
     pytest.skip(why)
 
 

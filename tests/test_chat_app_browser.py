@@ -2,8 +2,8 @@
 server on loopback: Debian's ``chromium`` and ``chromium-driver`` through Selenium.
 
 Waits are WebDriverWait conditions on what the page shows. Without the browser, its
-driver, selenium or uvicorn the tests skip, or fail when ``CI`` is ``true`` (``.ci/run``
-installs them).
+driver, selenium or uvicorn the tests skip, or fail when ``CI`` is ``true`` or
+``TOOLCALL_TRACKER_REQUIRE_BROWSER`` is set (``.ci/run`` installs them and sets it).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _unavailable() -> str | None:
 
 _WHY = _unavailable()
 if _WHY is not None:
-    if os.environ.get("CI") == "true":
+    if os.environ.get("CI") == "true" or os.environ.get("TOOLCALL_TRACKER_REQUIRE_BROWSER"):
         pytest.fail(f"the browser tests cannot run in CI: {_WHY}", pytrace=False)
     pytest.skip(_WHY, allow_module_level=True)
 
