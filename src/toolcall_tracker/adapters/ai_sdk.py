@@ -15,24 +15,30 @@ reads) is a server-sent-event stream of JSON "parts", one per ``data:`` line, en
 Reading (:class:`AISDKAdapter`): parts as dicts (or the ``data:`` lines / JSON texts
 themselves) become tracker events:
 
-- ``tool-input-start`` starts a call (id ``toolCallId``, name ``toolName``);
-  ``tool-input-delta`` appends ``inputTextDelta``.
-- ``tool-input-available`` makes the call ready. A call that streamed no text (tools the
-  SDK does not stream, or a part with no prior ``tool-input-start``) gets the JSON of
-  ``input`` as its text first (``{}`` when ``input`` is absent). If text was streamed and
-  ``input`` is present but differs from what the text parses to (the server repaired the
-  call, say), the call fails with :class:`AISDKInputMismatch` instead of running with
-  arguments the stream never showed.
+- ``tool-input-start`` starts a call (id ``toolCallId``, name ``toolName``), ``pending``;
+  its ``tool-input-delta`` text is held (see ``_ai_sdk_input``), not written yet.
+- ``tool-input-available`` states the input that counts (after schema defaults and
+  ``repairToolCall``): the call's text is written then, the streamed text if it parses to
+  that input (JavaScript number rounding tolerated), else the JSON of the input; a
+  text-input tool (``inputEncoding: "text"``) gets the JSON string of its input. A call
+  with no input at all gets ``{}``.
+- A call becomes ready at the end of its step (``finish-step``; ``finish`` or ``error``
+  for a stream without steps), so that nothing the server may still hold or take back
+  looks ``running``: a ``tool-approval-request`` keeps it ``pending`` (undecided at the
+  turn's end it fails with :class:`AISDKApprovalPending`, never having run), and
+  ``reset-step`` fails the step's calls not yet ready with :class:`AISDKStepReset`.
 - ``tool-input-error``, ``tool-output-error`` and ``tool-output-denied`` fail the call
   with an :class:`AISDKToolError`; ``tool-output-available`` completes it with
-  ``output`` (``preliminary`` outputs are skipped: only the final one counts).
+  ``output`` (``preliminary`` outputs are skipped: only the final one counts). A server's
+  output for a call not yet ready makes it ready first (the server ran it).
 - ``finish`` ends the turn: ok, unless it carries a ``finishReason`` other than ``stop``
   or ``tool-calls`` (AI SDK 6). ``error`` ends it not ok with ``errorText`` as the
-  reason, ``abort`` with reason ``"abort"``. A stream without any of them ends not ok.
-- Every other part (text, reasoning, sources, files, ``data-*``, steps, metadata,
-  ``[DONE]``) is ignored, as is anything malformed that names no known call (logged at
-  DEBUG on ``toolcall_tracker.adapters``); a malformed part for a known call fails that
-  call with an :class:`AISDKMalformedPart`. ``feed`` never raises.
+  reason, ``abort`` with reason ``"abort"``. A stream without any of them ends not ok;
+  calls not yet ready are then abandoned.
+- Every other part (text, reasoning, sources, files, ``data-*``, metadata, ``[DONE]``)
+  is ignored, as is anything malformed that names no known call (logged at DEBUG on
+  ``toolcall_tracker.adapters``); a malformed part for a known call fails that call with
+  an :class:`AISDKMalformedPart`. ``feed`` never raises.
 
 Writing (:class:`AISDKEncoder`, :func:`encode_ai_sdk`): the other direction, so a Python
 server can drive a ``useChat`` front end. Pass every tracker event you apply (the model's,
@@ -48,9 +54,15 @@ event                        parts
                              ``tool-input-error`` if the text is not JSON
 ``Result``                   ``tool-output-available``
 ``Error``                    ``tool-input-error`` before ``Ready``, ``tool-output-error`` after
+                             (``tool-output-denied`` for an ``ApprovalDenied``)
 ``End``                      ``tool-input-error`` for each call still streaming (the tracker
-                             abandons them), then ``finish`` (ok) or ``error`` + ``finish``
+                             abandons them), then ``finish`` with the SDK's ``finishReason``
+                             (after an ``error`` part when the turn failed, not for a cut-off)
 ===========================  ==============================================================
+
+Approval parts (:meth:`AISDKEncoder.approval_request`, :meth:`AISDKEncoder.denied`), step
+boundaries for several turns in one response (:meth:`AISDKEncoder.next_step`) and the
+outcomes of ``runner.resume`` (:meth:`AISDKEncoder.outcomes`) have methods of their own.
 
 Events the tracker would ignore (a delta for an unknown id, a second result...) produce no
 parts. :func:`to_sse` frames a part as a ``data:`` line, :data:`SSE_DONE` ends the stream,
@@ -113,9 +125,10 @@ class AISDKToolError(CallFailure):
 
 
 class AISDKInputMismatch(CallFailure):
-    """``tool-input-available`` carried an ``input`` the streamed text does not parse to.
+    """No longer produced: the input of ``tool-input-available`` now counts over the
+    streamed text (issue 24). Kept so that code matching on it still imports.
 
-    ``input`` is the part's input; the streamed text is the call's ``args_text``.
+    ``input`` was the part's input; the streamed text the call's ``args_text``.
     """
 
     kind: Literal["ai_sdk_input_mismatch"] = "ai_sdk_input_mismatch"
