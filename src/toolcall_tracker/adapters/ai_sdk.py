@@ -311,22 +311,26 @@ class AISDKAdapter(SinkAdapter):
         record = calls.records.get(call_id)
         if record is not None and record.finished:
             return
+        # the server ran a call whose input it stated: ready first, then its outcome (an
+        # output before the input is stated is written as is: the sink judges it)
+        held = None if record is None else self._held.get(call_id)
+        ran = record is not None and held is not None and held.available
         if kind == "tool-output-available":
             if _get(item, "preliminary") is True:
                 return
             if record is not None:
-                self._ready(record)  # the server ran it: ready, then its result
+                if ran:
+                    self._ready(record)
                 record.finished = True
             calls.result(call_id, _get(item, "output"))
-        else:  # tool-output-error, tool-output-denied
-            if record is not None:
-                if kind == "tool-output-error":
-                    self._ready(record)  # the server ran it, and it failed
-                else:
-                    self._release(record)  # denied: it never ran
-                calls.finish(record, _tool_error(item, kind))
+        elif record is not None:  # tool-output-error, tool-output-denied
+            if ran and kind == "tool-output-error":
+                self._ready(record)
             else:
-                calls.error(call_id, _tool_error(item, kind))
+                self._release(record)  # denied (it never ran), or no input stated yet
+            calls.finish(record, _tool_error(item, kind))
+        else:
+            calls.error(call_id, _tool_error(item, kind))
 
     def _on_start_step(self, item: Any) -> None:
         self._step = []
