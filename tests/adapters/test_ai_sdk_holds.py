@@ -1,6 +1,8 @@
 """AISDKAdapter's holding rules as a property: whatever the parts, a call that awaits
 approval, or whose step was retracted, never looks ``running`` to a runner; and a call
-the adapter makes ready always carries the input its ``tool-input-available`` stated.
+the adapter makes ready always carries the input its ``tool-input-available`` stated. (An
+approval request for a call already ready, or for no call, is ignored and logged: the
+SDK writes it in the call's step, before ``finish-step``.)
 
 The parts are drawn from the AI SDK's chunk types (ids from a small set, so that parts
 meet the same calls), including malformed ones, one part at a time: after each, the
@@ -78,8 +80,8 @@ def test_nothing_held_back_ever_looks_running(parts: list[dict[str, Any]]) -> No
             stated[call_id] = part["input"]
             if call_id not in before:
                 step.append(call_id)
-        elif kind == "tool-approval-request":
-            asked.add(call_id)
+        elif kind == "tool-approval-request" and before.get(call_id) == Status.PENDING:
+            asked.add(call_id)  # (one for a call already ready, or none, is ignored)
         elif kind == "reset-step":
             retracted.update(c for c in step if before.get(c) == Status.PENDING)
             step = []
