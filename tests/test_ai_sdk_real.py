@@ -81,6 +81,20 @@ def test_a_call_awaiting_approval_never_looks_running(streams: dict[str, str]) -
     assert call.args_text == '{"path":"/tmp/x"}'
 
 
+@pytest.mark.parametrize("ready", ["step", "input"])
+def test_approval_holds_one_call_while_the_next_runs(streams: dict[str, str], ready: Any) -> None:
+    machine = tool_call_streaming_state_machine()
+    adapter = AISDKAdapter(ready=ready)
+    seen: list[tuple[str, Status | None]] = []
+    for line in streams["approval_and_run"].splitlines():
+        adapter.write(line, machine)
+        seen.append(("call_rm", machine.status("call_rm")))
+    adapter.finish(machine)
+    assert ("call_rm", Status.RUNNING) not in seen  # never, at any point of the stream
+    assert isinstance(machine.get("call_rm").error, AISDKApprovalPending)
+    assert machine.get("call_ls").result == ["y"]
+
+
 def test_a_generator_tool_has_its_final_output(streams: dict[str, str]) -> None:
     (call,) = read(streams["generator"]).list()
     assert (call.status, call.result) == (Status.DONE, {"done": 3})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,11 +60,12 @@ PARTS = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.lists(PARTS, max_size=16))
-def test_nothing_held_back_ever_looks_running(parts: list[dict[str, Any]]) -> None:
+@pytest.mark.parametrize("ready", ["step", "input"])
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(PARTS, max_size=16))
+def test_nothing_held_back_ever_looks_running(ready: Any, parts: list[dict[str, Any]]) -> None:
     machine = tool_call_streaming_state_machine()
-    adapter = AISDKAdapter()
+    adapter = AISDKAdapter(ready=ready)
     asked: set[str] = set()  # approval requested, no server outcome yet
     retracted: set[str] = set()  # in a step that was reset before it was ready
     step: list[str] = []

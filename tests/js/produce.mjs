@@ -70,6 +70,16 @@ const scenarios = {
     }) },
     steps: [[...callParts('call_a', 'deleteFile', ['{"path":"/tmp/x"}']), finish('tool-calls')]],
   }),
+  // Two calls in one step: the first needs approval, the second runs.
+  approval_and_run: () => ({
+    tools: {
+      rm: tool({ inputSchema: objectSchema({ p: { type: 'string' } }), needsApproval: true,
+        execute: async () => 'removed' }),
+      ls: tool({ inputSchema: objectSchema({ p: { type: 'string' } }), execute: async ({ p }) => [p] }),
+    },
+    steps: [[...callParts('call_rm', 'rm', ['{"p":"x"}']), ...callParts('call_ls', 'ls', ['{"p":', '"y"}']),
+      finish('tool-calls')]],
+  }),
   // A generator tool: preliminary outputs, then the final one.
   generator: () => ({
     tools: { count: tool({

@@ -186,13 +186,26 @@ class AISDKAdapter(SinkAdapter):
     Args:
         limits: the limits to honour through ``feed`` / ``end`` (written into a machine
             or tracker, the adapter honours that machine's limits instead).
+        ready: when a call whose input is stated becomes ready. ``"step"`` (default): at
+            the end of its step, so that neither an approval request nor a
+            ``reset-step`` can come too late. ``"input"``: as soon as the stream moves on
+            past its ``tool-input-available`` (the SDK writes a call's approval request
+            right after it), a head start for the step's later calls; a ``reset-step``
+            then cannot stop a call a runner already started (it fails it, but the tool
+            may have run).
     """
 
-    def __init__(self, *, limits: Limits | None = None) -> None:
+    def __init__(
+        self, *, limits: Limits | None = None, ready: Literal["step", "input"] = "step"
+    ) -> None:
         super().__init__(limits=limits)
+        if ready not in ("step", "input"):
+            raise ValueError(f'AISDKAdapter(ready=...) is "step" or "input", not {ready!r}')
         self._table = self._calls = CallTable(RULES["ai_sdk"], _failure, self._sink)
         self._held: dict[str, Held] = {}
         self._step: list[Record] = []
+        self._eager = ready == "input"
+        self._due: Record | None = None  # with ready="input": ready at the next part
 
     def _translate(self, item: Any) -> None:
         """Write the events one part implies (possibly none). Only what the sink raises
@@ -203,6 +216,15 @@ class AISDKAdapter(SinkAdapter):
             kind = _get(item, "type")
             if not isinstance(kind, str):
                 return
+            due = self._due
+            if due is not None and not (
+                kind == "tool-approval-request" and _get(item, "toolCallId") == due.call_id
+            ):
+                self._due = None  # reset-step and abort take it back instead
+                held = self._held.get(due.call_id)
+                if held is not None and held.available and held.approval_id is None:
+                    if kind not in ("reset-step", "abort"):
+                        self._ready(due)
             handler = self._HANDLERS.get(kind)
             if handler is not None and not (self._calls.ended and kind in _BEFORE_END):
                 handler(self, item)
@@ -286,6 +308,8 @@ class AISDKAdapter(SinkAdapter):
         held.available = True
         record.empty = False  # the table writes no {} for it
         self._calls.append(record, text, "tool-input-available")
+        if self._eager:
+            self._due = record
 
     def _on_approval(self, item: Any) -> None:
         record = self._open(item)
