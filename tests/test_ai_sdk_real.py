@@ -206,6 +206,11 @@ def test_the_sdk_reads_its_own_streams(streams: dict[str, str]) -> None:
 # -- the encoder, read by the SDK ---------------------------------------------------------
 
 
+def called(call_id: str, name: str, text: str = "{}") -> list[Any]:
+    """The events of one call whose arguments ``text`` streamed whole: start, delta, ready."""
+    return [Start(id=call_id, name=name), Delta(id=call_id, argsTextDelta=text), Ready(id=call_id)]
+
+
 def sse(parts: list[dict[str, Any]]) -> str:
     return "".join(to_sse(part) for part in parts) + SSE_DONE
 
@@ -225,12 +230,8 @@ def test_a_turn_with_a_result_and_a_failure() -> None:
         sse(
             encoded(
                 [
-                    Start(id="a", name="weather"),
-                    Delta(id="a", argsTextDelta='{"city":"Oslo"}'),
-                    Ready(id="a"),
-                    Start(id="b", name="weather"),
-                    Delta(id="b", argsTextDelta="{}"),
-                    Ready(id="b"),
+                    *called("a", "weather", '{"city":"Oslo"}'),
+                    *called("b", "weather"),
                     Result(id="a", result={"degrees": 3}),
                     Error(id="b", error="no city"),
                     End(ok=True, reason="tool_calls"),
@@ -250,9 +251,7 @@ def test_a_length_cut_off_is_a_finish_and_later_outputs_still_show() -> None:
     encoder = AISDKEncoder()
     parts = encoded(
         [
-            Start(id="a", name="f"),
-            Delta(id="a", argsTextDelta="{}"),
-            Ready(id="a"),
+            *called("a", "f"),
             Start(id="b", name="f"),
             Delta(id="b", argsTextDelta='{"x":'),
             End(ok=False, reason="length"),
@@ -276,8 +275,7 @@ def test_a_failed_turn_is_an_error_for_the_chat() -> None:
 
 def test_approval_parts_as_the_chat_shows_them() -> None:
     encoder = AISDKEncoder()
-    events = [Start(id="a", name="rm"), Delta(id="a", argsTextDelta="{}"), Ready(id="a")]
-    events += [Start(id="b", name="rm"), Delta(id="b", argsTextDelta="{}"), Ready(id="b")]
+    events = called("a", "rm") + called("b", "rm")
     parts = encoded(events, encoder)
     parts += encoder.approval_request("a", "approval-a")
     parts += encoder.approval_request("b", "approval-b")
@@ -315,17 +313,14 @@ def test_steps_keep_every_call_apart_even_with_the_same_minted_id() -> None:
 
 def test_resumed_outcomes_continue_the_message() -> None:
     encoder = AISDKEncoder()
-    events = [Start(id="a", name="rm"), Delta(id="a", argsTextDelta="{}"), Ready(id="a")]
-    events += [Start(id="b", name="rm"), Delta(id="b", argsTextDelta="{}"), Ready(id="b")]
+    events = called("a", "rm") + called("b", "rm")
     first = encoded(events, encoder) + encoder.approval_request("a", "x")
     first += encoder.approval_request("b", "y") + encoder.encode(End(ok=True))
     message = {"id": "m1", "role": "assistant", "parts": consume(sse(first))["parts"]}
     # the decided calls, as runner.resume returns them: a approved and run, b denied
     machine = tool_call_streaming_state_machine()
-    for call_id in ("a", "b"):
-        machine.apply(Start(id=call_id, name="rm"))
-        machine.apply(Delta(id=call_id, argsTextDelta="{}"))
-        machine.apply(Ready(id=call_id))
+    for event in called("a", "rm") + called("b", "rm"):
+        machine.apply(event)
     machine.apply(Result(id="a", result="removed"))
     machine.apply(Error(id="b", error=ApprovalDenied(message="denied", tool="rm", reason="no")))
     second = AISDKEncoder()
