@@ -31,6 +31,7 @@ from toolcall_tracker.adapters import (
     UI_MESSAGE_STREAM_HEADERS,
     AISDKAdapter,
     AISDKEncoder,
+    AISDKListener,
     apply_stream,
     to_sse,
 )
@@ -336,3 +337,17 @@ def test_the_headers_are_the_sdks() -> None:
     script = "import('ai').then(m => console.log(JSON.stringify(m.UI_MESSAGE_STREAM_HEADERS)))"
     done = subprocess.run([node, "-e", script], cwd=JS, capture_output=True, check=True, timeout=60)
     assert json.loads(done.stdout) == dict(UI_MESSAGE_STREAM_HEADERS)
+
+
+def test_the_listener_writes_approval_requests_for_running_calls() -> None:
+    machine = tool_call_streaming_state_machine()
+    listener = AISDKListener(machine)
+    machine.subscribe(listener, fragments=True)
+    for event in called("a", "rm"):
+        machine.apply(event)
+    listener.approval_request("a", "approval-a")
+    listener.approval_request("nobody", "approval-x")  # no such call: nothing
+    machine.apply(End(ok=True, reason="tool_calls"))
+    seen = consume(sse([{"type": "start"}, *listener.take()]))
+    (a,) = tools(seen)
+    assert (a["state"], a["approval"]["id"]) == ("approval-requested", "approval-a")

@@ -152,18 +152,11 @@ async def _turn(
         async with anyio.create_task_group() as tg:
             tg.start_soon(model)
             await runner.run(tracker, control=control)
-    pending = control.pending
-    if pending is not None:
-        pending_turns[pending.nonce] = pending.model_dump_json()
-        for call in pending.calls:
-            approval_id = f"{pending.nonce}:{call.call_id}"
-            emit(
-                {
-                    "type": "tool-approval-request",
-                    "approvalId": approval_id,
-                    "toolCallId": call.call_id,
-                }
-            )
+        pending = control.pending
+        if pending is not None:  # the calls awaiting a decision: ask the page
+            pending_turns[pending.nonce] = pending.model_dump_json()
+            for call in pending.calls:
+                listener.approval_request(call.call_id, f"{pending.nonce}:{call.call_id}")
     for p in finish:
         emit(p)
 

@@ -19,6 +19,7 @@ from ._ai_sdk_parts import (
     SSE_DONE,
     UI_MESSAGE_STREAM_HEADERS,
     _abandoned_text,
+    _approval_part,
     _available_part,
     _delta_part,
     _end_parts,
@@ -428,6 +429,13 @@ class AISDKListener(ChangeListener):
         """
         if self._calls.status(update.call_id) is Status.RUNNING:
             self._emit(_preliminary_part(update.call_id, update.value))
+
+    def approval_request(self, call_id: str, approval_id: str) -> None:
+        """Emit a ``tool-approval-request`` for a running call (as
+        :meth:`AISDKEncoder.approval_request`), e.g. for each call of ``control.pending``
+        after a run with ``RunControl(defer_approvals=True)``."""
+        if self._calls.status(call_id) is Status.RUNNING:
+            self._emit(_approval_part(call_id, approval_id))
 
     def args_appended(self, call_id: str, text: str) -> None:
         """Emit a ``tool-input-delta``."""

@@ -141,3 +141,7 @@ def _end_parts(end: End, *, steps: bool = False) -> list[dict[str, Any]]:
 def _abandoned_text(reason: str | None) -> str:
     why = f" ({reason})" if reason else ""
     return f"the turn ended{why} before the arguments were complete"
+
+
+def _approval_part(call_id: str, approval_id: str) -> dict[str, Any]:
+    return {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call_id}

@@ -222,9 +222,13 @@ class AISDKAdapter(SinkAdapter):
             ):
                 self._due = None  # reset-step and abort take it back instead
                 held = self._held.get(due.call_id)
-                if held is not None and held.available and held.approval_id is None:
-                    if kind not in ("reset-step", "abort"):
-                        self._ready(due)
+                if (
+                    held is not None
+                    and held.available
+                    and held.approval_id is None
+                    and kind not in ("reset-step", "abort")
+                ):
+                    self._ready(due)
             handler = self._HANDLERS.get(kind)
             if handler is not None and not (self._calls.ended and kind in _BEFORE_END):
                 handler(self, item)
