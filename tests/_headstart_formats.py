@@ -241,7 +241,8 @@ FORMATS: dict[str, Format] = {
     "anthropic": Format(AnthropicAdapter, build_anthropic),
     "gemini": Format(GeminiAdapter, build_gemini),
     "gemini-streamed": Format(GeminiAdapter, build_gemini_streamed),
-    "ai-sdk": Format(AISDKAdapter, build_ai_sdk),
+    # ready="input": calls ready as the stream moves past their input, not at the step's end
+    "ai-sdk": Format(lambda: AISDKAdapter(ready="input"), build_ai_sdk),
     "bedrock": Format(BedrockConverseAdapter, build_bedrock),
     "cohere": Format(CohereAdapter, build_cohere),
     "ollama": Format(OllamaAdapter, build_ollama),

@@ -20,7 +20,6 @@ from conftest import DEADLINE
 from toolcall_tracker import Status, ToolCallTracker, tool_call_streaming_state_machine
 from toolcall_tracker._recognise import item_format
 from toolcall_tracker.adapters import AISDKDataStreamAdapter, adapt, apply_stream
-from toolcall_tracker.adapters.ai_sdk import AISDKInputMismatch
 from toolcall_tracker.cli import main
 
 RECORDED = Path(__file__).parents[1] / "fixtures" / "recorded" / "ai_sdk_v4"
@@ -57,13 +56,11 @@ def test_a_whole_call_without_streamed_text_gets_its_args_as_text() -> None:
     assert machine.get("c1").status == Status.RUNNING
 
 
-def test_streamed_text_that_differs_from_args_fails_the_call() -> None:
+def test_the_args_count_over_streamed_text_that_differs() -> None:
     mismatch = '9:{"toolCallId":"c1","toolName":"add","args":{"a":2}}'
     machine = replay([START, *DELTAS, mismatch, DONE])
     call = machine.get("c1")
-    assert call.status == Status.ERROR
-    assert isinstance(call.error, AISDKInputMismatch)
-    assert call.error.input == {"a": 2}
+    assert (call.status, call.args) == (Status.RUNNING, {"a": 2})
 
 
 def test_a_result_finishes_the_call_as_done() -> None:
@@ -171,8 +168,11 @@ def test_the_command_line_replays_and_validates_v4_lines(
     ]
     assert main(["validate", "--format", "ai-sdk-v4", str(roundtrip)]) == 0
     mismatch = RECORDED / "vercel_tool_call_streaming_extra_brace.txt"
-    assert main(["validate", str(mismatch)]) == 1  # the call failed: a FAIL line
-    assert "FAIL" in capsys.readouterr().out
+    capsys.readouterr()
+    # one brace too many in the streamed text: the `9:` args count, as useChat shows them
+    assert main(["replay", "--json", str(mismatch)]) == 0
+    (call,) = json.loads(capsys.readouterr().out)["calls"]
+    assert (call["status"], call["args"]) == ("done", {"testArg": "test-value"})
 
 
 # -- any sequence of parts: never raises, and nothing runs with arguments it was not given --

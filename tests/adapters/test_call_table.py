@@ -284,7 +284,9 @@ def test_a_whole_anthropic_block_never_runs_with_defaults_after_a_listener_error
     assert machine.end is None
 
 
-@pytest.mark.parametrize("provider", sorted(WIRE))
+# The AI SDK reader holds fragments until tool-input-available (issue 24): its listener
+# errors propagate there, tested in test_ai_sdk_real.py.
+@pytest.mark.parametrize("provider", sorted(set(WIRE) - {"ai_sdk"}))
 def test_a_listener_error_on_a_fragment_propagates(provider: str) -> None:
     class OnFragment(ChangeListener):
         def args_appended(self, call_id: str, text: str) -> None:
@@ -335,6 +337,8 @@ def test_records_are_bounded_by_max_calls(provider: str) -> None:
     for index in range(200):
         adapter.write(wire["start"](index, f"c{index}", "f"), machine)
         adapter.write(wire["close"](index), machine)
+        if provider == "ai_sdk":  # its calls are made ready at the end of their step
+            adapter.write({"type": "finish-step"}, machine)
         if index % 2:
             for call in machine.list():
                 machine.write_result(call.id, "ok")

@@ -18,10 +18,9 @@ reader (:class:`~toolcall_tracker.adapters.AISDKAdapter`), which holds the call 
 and its rules:
 
 - ``b:`` starts a call; ``c:`` appends ``argsTextDelta``.
-- ``9:`` makes the call ready. With streamed ``c:`` text, that text must parse to ``args``,
-  or the call fails (``AISDKInputMismatch``) rather than run with arguments the stream
-  never showed; without it (tools the server does not stream), ``args`` is written as
-  the call's text.
+- ``9:`` states the call's input: its ``args`` count. The streamed ``c:`` text is kept
+  when it parses to them, else ``args`` is written as the call's text (what ``useChat``
+  shows); the call becomes ready at the end of its step (``e:``) or message (``d:``).
 - ``a:`` finishes the call as ``done`` with ``result``: the server ran the tool, so the
   client must not run it again (do not register such a tool with the client's runner).
 - ``3:`` ends the turn not ok, with the error text as the reason.
@@ -55,6 +54,7 @@ _PARTS: Final = {
     "9": "tool-input-available",
     "a": "tool-output-available",
     "3": "error",
+    "e": "finish-step",
     "d": "finish",
 }
 """The codes that matter to tool calls, and the UI message stream part each one is."""
@@ -71,6 +71,8 @@ def _part(code: str, value: Any) -> dict[str, Any] | None:
         return None
     if kind == "finish":
         return {"type": "finish", "finishReason": value.get("finishReason")}
+    if kind == "finish-step":
+        return {"type": "finish-step"}
     part: dict[str, Any] = {"type": kind, "toolCallId": value.get("toolCallId")}
     if kind == "tool-input-start":
         part["toolName"] = value.get("toolName")

@@ -29,7 +29,17 @@ or re-id only their own call, and no adapter keeps argument text beyond them.
 from typing import TYPE_CHECKING, Any
 
 from ._base import AdaptedStream, Adapter, AdapterEvent, adapt, apply_stream
-from .ai_sdk import AISDKAdapter, AISDKEncoder, AISDKListener, encode_ai_sdk
+from .ai_sdk import (
+    SSE_DONE,
+    UI_MESSAGE_STREAM_HEADERS,
+    AISDKAdapter,
+    AISDKApprovalPending,
+    AISDKEncoder,
+    AISDKListener,
+    AISDKStepReset,
+    encode_ai_sdk,
+    to_sse,
+)
 from .anthropic import AnthropicAdapter
 from .bedrock import BedrockConverseAdapter, BedrockMalformedEvent, BedrockServerToolError
 from .cohere import CohereAdapter, CohereMalformedEvent
@@ -43,10 +53,14 @@ if TYPE_CHECKING:
     from .._providers.ai_sdk_v4 import AISDKDataStreamAdapter
 
 __all__ = [
+    "SSE_DONE",
+    "UI_MESSAGE_STREAM_HEADERS",
     "AISDKAdapter",
+    "AISDKApprovalPending",
     "AISDKDataStreamAdapter",
     "AISDKEncoder",
     "AISDKListener",
+    "AISDKStepReset",
     "AdaptedStream",
     "Adapter",
     "AdapterEvent",
@@ -65,6 +79,7 @@ __all__ = [
     "adapt",
     "apply_stream",
     "encode_ai_sdk",
+    "to_sse",
 ]
 
 

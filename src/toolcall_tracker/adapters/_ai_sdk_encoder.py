@@ -6,20 +6,32 @@ directions share.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
+from typing import Any, Final, Protocol
 
 from .._json import _ArgumentsError, parse_json
-from .._jsonout import _json_text
-from ..calls import Status
+from ..calls import Status, ToolCall
 from ..changes import ChangeListener
 from ..errors import ArgumentsTooLarge, IncompleteArguments
 from ..events import Delta, End, Error, EventInput, Ready, Result, Start, parse_event
 from ..limits import DEFAULT_LIMITS, Limits
+from ._ai_sdk_parts import (
+    SSE_DONE,
+    UI_MESSAGE_STREAM_HEADERS,
+    _abandoned_text,
+    _approval_part,
+    _available_part,
+    _delta_part,
+    _end_parts,
+    _error_text,
+    _input_error_part,
+    _output_error_part,
+    _output_part,
+    _preliminary_part,
+    _start_part,
+    to_sse,
+)
 from ._common import _short
-
-if TYPE_CHECKING:
-    from ..calls import ToolCall
 
 __all__ = [
     "SSE_DONE",
@@ -29,18 +41,6 @@ __all__ = [
     "encode_ai_sdk",
     "to_sse",
 ]
-
-UI_MESSAGE_STREAM_HEADERS: Final[Mapping[str, str]] = {
-    "content-type": "text/event-stream",
-    "cache-control": "no-cache",
-    "connection": "keep-alive",
-    "x-vercel-ai-ui-message-stream": "v1",
-    "x-accel-buffering": "no",
-}
-"""The HTTP response headers of a UI message stream (as the AI SDK's own server sends)."""
-
-SSE_DONE: Final = "data: [DONE]\n\n"
-"""The line that ends a UI message stream."""
 
 _STREAMING, _READY, _FINISHED = 0, 1, 2
 _COLLAPSE: Final = 256
@@ -90,68 +90,6 @@ class _Text:
 # -- writing ---------------------------------------------------------------------------
 
 
-def _json(value: Any) -> str:
-    """Compact JSON text of a part or an error value: the one place parts become JSON.
-
-    It follows the library's output rules (see README, Reliability): strict JSON that a
-    browser's ``JSON.parse`` accepts, NaN and infinities as ``null``, lone surrogates as
-    ``\\uXXXX`` escapes; values pydantic can serialise (models, dataclasses, dates...) as
-    it writes them, any other object as its text. It never raises.
-    """
-    return _json_text(value)
-
-
-def to_sse(part: Mapping[str, Any]) -> str:
-    """Frame one part as a server-sent event: ``data: {json}`` and a blank line.
-
-    The JSON is compact; values pydantic can serialise (models, dataclasses, dates...)
-    are accepted in ``input`` and ``output``.
-    """
-    return "data: " + _json(part) + "\n\n"
-
-
-def _error_text(error: Any) -> str:
-    message = getattr(error, "message", None)
-    if isinstance(message, str) and message:
-        return message
-    if isinstance(error, str):
-        return error
-    try:
-        return _json(error)
-    except Exception:
-        return _short(error, 500)
-
-
-def _start_part(call_id: str, name: str) -> dict[str, Any]:
-    return {"type": "tool-input-start", "toolCallId": call_id, "toolName": name}
-
-
-def _delta_part(call_id: str, text: str) -> dict[str, Any]:
-    return {"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": text}
-
-
-def _available_part(call_id: str, name: str, value: Any) -> dict[str, Any]:
-    return {"type": "tool-input-available", "toolCallId": call_id, "toolName": name, "input": value}
-
-
-def _input_error_part(call_id: str, name: str, text: str, error: str) -> dict[str, Any]:
-    return {
-        "type": "tool-input-error",
-        "toolCallId": call_id,
-        "toolName": name,
-        "input": text,
-        "errorText": error,
-    }
-
-
-def _output_part(call_id: str, value: Any) -> dict[str, Any]:
-    return {"type": "tool-output-available", "toolCallId": call_id, "output": value}
-
-
-def _preliminary_part(call_id: str, value: Any) -> dict[str, Any]:
-    return {**_output_part(call_id, value), "preliminary": True}
-
-
 class ProgressLike(Protocol):
     """What the encoder reads of a progress update (a runner's ``ProgressUpdate``)."""
 
@@ -162,28 +100,12 @@ class ProgressLike(Protocol):
     def value(self) -> Any: ...
 
 
-def _output_error_part(call_id: str, error: str) -> dict[str, Any]:
-    return {"type": "tool-output-error", "toolCallId": call_id, "errorText": error}
-
-
-def _end_parts(end: End) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    if not end.ok:
-        parts.append({"type": "error", "errorText": end.reason or "the turn ended abnormally"})
-    parts.append({"type": "finish"})
-    return parts
-
-
-def _abandoned_text(reason: str | None) -> str:
-    why = f" ({reason})" if reason else ""
-    return f"the turn ended{why} before the arguments were complete"
-
-
 class _Encoded:
-    __slots__ = ("name", "state", "text")
+    __slots__ = ("name", "state", "text", "wire")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, wire: str) -> None:
         self.name = name
+        self.wire = wire  # its toolCallId in the stream
         self.text = _Text()
         self.state = _STREAMING
 
@@ -216,12 +138,76 @@ class AISDKEncoder:
         limits: the tracker's limits (default: :data:`~toolcall_tracker.DEFAULT_LIMITS`).
     """
 
-    __slots__ = ("_calls", "_ended", "_limits")
+    __slots__ = ("_calls", "_ended", "_limits", "_step", "_used")
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         self._calls: dict[str, _Encoded] = {}
         self._ended = False
         self._limits = DEFAULT_LIMITS if limits is None else limits
+        self._used: set[str] = set()  # the toolCallIds of earlier steps
+        self._step = 0
+
+    def next_step(self, end: EventInput) -> list[dict[str, Any]]:
+        """End the model's turn ``end`` (an :class:`~toolcall_tracker.End`) as a step, and
+        open the next step of the same response: a second turn's calls follow.
+
+        Returns the parts of that end without ``finish`` (a ``tool-input-error`` for each
+        call still streaming), then ``finish-step`` and ``start-step``. The next turn's
+        events go to :meth:`encode` as before; a call id an earlier step used (a minted
+        ``ollama-call-0``, say) is renamed ``<id>~<step>`` in the stream, so that
+        ``useChat`` never merges two calls.
+        """
+        model = parse_event(end)
+        if not isinstance(model, End):
+            raise TypeError(f"next_step() takes the turn's End event, not {_short(end)}")
+        parts = [] if self._ended else self._abandon(model)
+        self._used.update(call.wire for call in self._calls.values())
+        self._calls = {}
+        self._ended = False
+        self._step += 1
+        return [*parts, {"type": "finish-step"}, {"type": "start-step"}]
+
+    def approval_request(self, call_id: str, approval_id: str) -> list[dict[str, Any]]:
+        """A ``tool-approval-request`` for a call whose input is available (from a runner's
+        ``RunControl.approval_requests()``): ``useChat`` shows it as awaiting approval, not
+        as a browser-side tool. The client's answer comes back in its next request, with
+        ``approval_id``."""
+        call = self._calls.get(call_id)
+        if call is None or call.state != _READY:
+            return []
+        return [
+            {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call.wire}
+        ]
+
+    def denied(self, call_id: str) -> list[dict[str, Any]]:
+        """A ``tool-output-denied`` for a call awaiting approval that was denied (an
+        ``Error`` event carrying :class:`~toolcall_tracker.ApprovalDenied` writes it too)."""
+        call = self._calls.get(call_id)
+        if call is None or call.state != _READY:
+            return []
+        call.state = _FINISHED
+        return [{"type": "tool-output-denied", "toolCallId": call.wire}]
+
+    def outcomes(self, calls: Iterable[ToolCall]) -> list[dict[str, Any]]:
+        """The outputs of finished calls announced in an earlier response: the calls
+        ``runner.resume(...)`` returns, for the response that answers the client's
+        approvals. Done: ``tool-output-available``; denied: ``tool-output-denied``; failed:
+        ``tool-output-error``; calls not finished give no part."""
+        parts: list[dict[str, Any]] = []
+        for call in calls:
+            if call.status is Status.DONE:
+                parts.append(_output_part(call.id, call.result))
+            elif call.status is Status.ERROR and _denied(call.error):
+                parts.append({"type": "tool-output-denied", "toolCallId": call.id})
+            elif call.status is Status.ERROR:
+                parts.append(_output_error_part(call.id, _error_text(call.error)))
+        return parts
+
+    def _fresh(self, call_id: str) -> str:
+        wire = f"{call_id}~{self._step}"
+        while wire in self._used:
+            wire += "~"
+        return wire
 
     def start(self, message_id: str | None = None) -> list[dict[str, Any]]:
         """The parts that open the assistant message: ``{"type": "start"}``.
@@ -247,8 +233,11 @@ class AISDKEncoder:
         if isinstance(model, Start):
             if model.id in self._calls or self._ended:
                 return []
-            self._calls[model.id] = _Encoded(model.name)
-            return [_start_part(model.id, model.name)]
+            wire = model.id
+            if wire in self._used:  # announced in an earlier step: a name of its own
+                wire = self._fresh(wire)
+            self._calls[model.id] = _Encoded(model.name, wire)
+            return [_start_part(wire, model.name)]
         if isinstance(model, Ready):
             return self._ready(model.id)
         if isinstance(model, Result):
@@ -256,8 +245,10 @@ class AISDKEncoder:
             if call is None or call.state != _READY:
                 return []
             call.state = _FINISHED
-            return [_output_part(model.id, model.result)]
+            return [_output_part(call.wire, model.result)]
         if isinstance(model, Error):
+            if _denied(model.error):
+                return self.denied(model.id)
             return self._error(model.id, _error_text(model.error))
         return self._end(model)
 
@@ -275,7 +266,7 @@ class AISDKEncoder:
         call = self._calls.get(update.call_id)
         if call is None or call.state != _READY:
             return []
-        return [_preliminary_part(update.call_id, update.value)]
+        return [_preliminary_part(call.wire, update.value)]
 
     def encode_sse(self, event: EventInput) -> str:
         """:meth:`encode`, framed: the ``data:`` lines of the parts (``""`` for none)."""
@@ -295,8 +286,8 @@ class AISDKEncoder:
                 received=call.text.size,
             )
             call.text = _Text()
-            return [_input_error_part(call_id, call.name, "", failure.message)]
-        return [_delta_part(call_id, text)]
+            return [_input_error_part(call.wire, call.name, "", failure.message)]
+        return [_delta_part(call.wire, text)]
 
     def _ready(self, call_id: str) -> list[dict[str, Any]]:
         call = self._calls.get(call_id)
@@ -308,10 +299,10 @@ class AISDKEncoder:
         except _ArgumentsError as exc:
             call.state = _FINISHED
             call.text = _Text()
-            return [_input_error_part(call_id, call.name, text, exc.value.message)]
+            return [_input_error_part(call.wire, call.name, text, exc.value.message)]
         call.state = _READY
         call.text = _Text()
-        return [_available_part(call_id, call.name, value)]
+        return [_available_part(call.wire, call.name, value)]
 
     def _error(self, call_id: str, text: str) -> list[dict[str, Any]]:
         call = self._calls.get(call_id)
@@ -322,23 +313,32 @@ class AISDKEncoder:
         if streaming:
             args = call.text.text()
             call.text = _Text()
-            return [_input_error_part(call_id, call.name, args, text)]
-        return [_output_error_part(call_id, text)]
+            return [_input_error_part(call.wire, call.name, args, text)]
+        return [_output_error_part(call.wire, text)]
 
     def _end(self, end: End) -> list[dict[str, Any]]:
         if self._ended:
             return []
+        return self._abandon(end) + _end_parts(end, steps=self._step > 0)
+
+    def _abandon(self, end: End) -> list[dict[str, Any]]:
+        """End the turn: a ``tool-input-error`` for each call still streaming."""
         self._ended = True
         parts: list[dict[str, Any]] = []
-        for call_id, call in self._calls.items():
+        for call in self._calls.values():
             if call.state == _STREAMING:
                 call.state = _FINISHED
                 args = call.text.text()
                 call.text = _Text()
                 parts.append(
-                    _input_error_part(call_id, call.name, args, _abandoned_text(end.reason))
+                    _input_error_part(call.wire, call.name, args, _abandoned_text(end.reason))
                 )
-        return parts + _end_parts(end)
+        return parts
+
+
+def _denied(error: Any) -> bool:
+    """Whether a call's error is a denied approval (the runner's ``ApprovalDenied``)."""
+    return getattr(error, "kind", None) == "approval_denied"
 
 
 class _CallReader(Protocol):
@@ -416,6 +416,8 @@ class AISDKListener(ChangeListener):
         elif before is Status.RUNNING:
             if after is Status.DONE:
                 self._emit(_output_part(call_id, call.result))
+            elif after is Status.ERROR and _denied(call.error):
+                self._emit({"type": "tool-output-denied", "toolCallId": call_id})
             elif after is Status.ERROR:
                 self._emit(_output_error_part(call_id, _error_text(call.error)))
 
@@ -427,6 +429,13 @@ class AISDKListener(ChangeListener):
         """
         if self._calls.status(update.call_id) is Status.RUNNING:
             self._emit(_preliminary_part(update.call_id, update.value))
+
+    def approval_request(self, call_id: str, approval_id: str) -> None:
+        """Emit a ``tool-approval-request`` for a running call (as
+        :meth:`AISDKEncoder.approval_request`), e.g. for each call of ``control.pending``
+        after a run with ``RunControl(defer_approvals=True)``."""
+        if self._calls.status(call_id) is Status.RUNNING:
+            self._emit(_approval_part(call_id, approval_id))
 
     def args_appended(self, call_id: str, text: str) -> None:
         """Emit a ``tool-input-delta``."""

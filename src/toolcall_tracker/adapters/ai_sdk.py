@@ -15,24 +15,30 @@ reads) is a server-sent-event stream of JSON "parts", one per ``data:`` line, en
 Reading (:class:`AISDKAdapter`): parts as dicts (or the ``data:`` lines / JSON texts
 themselves) become tracker events:
 
-- ``tool-input-start`` starts a call (id ``toolCallId``, name ``toolName``);
-  ``tool-input-delta`` appends ``inputTextDelta``.
-- ``tool-input-available`` makes the call ready. A call that streamed no text (tools the
-  SDK does not stream, or a part with no prior ``tool-input-start``) gets the JSON of
-  ``input`` as its text first (``{}`` when ``input`` is absent). If text was streamed and
-  ``input`` is present but differs from what the text parses to (the server repaired the
-  call, say), the call fails with :class:`AISDKInputMismatch` instead of running with
-  arguments the stream never showed.
+- ``tool-input-start`` starts a call (id ``toolCallId``, name ``toolName``), ``pending``;
+  its ``tool-input-delta`` text is held (see ``_ai_sdk_input``), not written yet.
+- ``tool-input-available`` states the input that counts (after schema defaults and
+  ``repairToolCall``): the call's text is written then, the streamed text if it parses to
+  that input (JavaScript number rounding tolerated), else the JSON of the input; a
+  text-input tool (``inputEncoding: "text"``) gets the JSON string of its input. A call
+  with no input at all gets ``{}``.
+- A call becomes ready at the end of its step (``finish-step``; ``finish`` or ``error``
+  for a stream without steps), so that nothing the server may still hold or take back
+  looks ``running``: a ``tool-approval-request`` keeps it ``pending`` (undecided at the
+  turn's end it fails with :class:`AISDKApprovalPending`, never having run), and
+  ``reset-step`` fails the step's calls not yet ready with :class:`AISDKStepReset`.
 - ``tool-input-error``, ``tool-output-error`` and ``tool-output-denied`` fail the call
   with an :class:`AISDKToolError`; ``tool-output-available`` completes it with
-  ``output`` (``preliminary`` outputs are skipped: only the final one counts).
+  ``output`` (``preliminary`` outputs are skipped: only the final one counts). A server's
+  output for a call not yet ready makes it ready first (the server ran it).
 - ``finish`` ends the turn: ok, unless it carries a ``finishReason`` other than ``stop``
   or ``tool-calls`` (AI SDK 6). ``error`` ends it not ok with ``errorText`` as the
-  reason, ``abort`` with reason ``"abort"``. A stream without any of them ends not ok.
-- Every other part (text, reasoning, sources, files, ``data-*``, steps, metadata,
-  ``[DONE]``) is ignored, as is anything malformed that names no known call (logged at
-  DEBUG on ``toolcall_tracker.adapters``); a malformed part for a known call fails that
-  call with an :class:`AISDKMalformedPart`. ``feed`` never raises.
+  reason, ``abort`` with reason ``"abort"``. A stream without any of them ends not ok;
+  calls not yet ready are then abandoned.
+- Every other part (text, reasoning, sources, files, ``data-*``, metadata, ``[DONE]``)
+  is ignored, as is anything malformed that names no known call (logged at DEBUG on
+  ``toolcall_tracker.adapters``); a malformed part for a known call fails that call with
+  an :class:`AISDKMalformedPart`. ``feed`` never raises.
 
 Writing (:class:`AISDKEncoder`, :func:`encode_ai_sdk`): the other direction, so a Python
 server can drive a ``useChat`` front end. Pass every tracker event you apply (the model's,
@@ -48,9 +54,15 @@ event                        parts
                              ``tool-input-error`` if the text is not JSON
 ``Result``                   ``tool-output-available``
 ``Error``                    ``tool-input-error`` before ``Ready``, ``tool-output-error`` after
+                             (``tool-output-denied`` for an ``ApprovalDenied``)
 ``End``                      ``tool-input-error`` for each call still streaming (the tracker
-                             abandons them), then ``finish`` (ok) or ``error`` + ``finish``
+                             abandons them), then ``finish`` with the SDK's ``finishReason``
+                             (after an ``error`` part when the turn failed, not for a cut-off)
 ===========================  ==============================================================
+
+Approval parts (:meth:`AISDKEncoder.approval_request`, :meth:`AISDKEncoder.denied`), step
+boundaries for several turns in one response (:meth:`AISDKEncoder.next_step`) and the
+outcomes of ``runner.resume`` (:meth:`AISDKEncoder.outcomes`) have methods of their own.
 
 Events the tracker would ignore (a delta for an unknown id, a second result...) produce no
 parts. :func:`to_sse` frames a part as a ``data:`` line, :data:`SSE_DONE` ends the stream,
@@ -60,10 +72,9 @@ and :data:`UI_MESSAGE_STREAM_HEADERS` are the response headers ``useChat`` expec
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
-from .._json import _ArgumentsError, parse_json
 from ..errors import CallFailure
 from ..limits import Limits
 from ._ai_sdk_encoder import (
@@ -74,6 +85,7 @@ from ._ai_sdk_encoder import (
     encode_ai_sdk,
     to_sse,
 )
+from ._ai_sdk_input import MISSING, Held, input_text
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record
 from ._common import (
@@ -85,10 +97,12 @@ from ._common import (
 
 __all__ = [
     "AISDKAdapter",
+    "AISDKApprovalPending",
     "AISDKEncoder",
     "AISDKListener",
     "AISDKInputMismatch",
     "AISDKMalformedPart",
+    "AISDKStepReset",
     "AISDKToolError",
     "SSE_DONE",
     "UI_MESSAGE_STREAM_HEADERS",
@@ -111,13 +125,31 @@ class AISDKToolError(CallFailure):
 
 
 class AISDKInputMismatch(CallFailure):
-    """``tool-input-available`` carried an ``input`` the streamed text does not parse to.
+    """No longer produced: the input of ``tool-input-available`` now counts over the
+    streamed text (issue 24). Kept so that code matching on it still imports.
 
-    ``input`` is the part's input; the streamed text is the call's ``args_text``.
+    ``input`` was the part's input; the streamed text the call's ``args_text``.
     """
 
     kind: Literal["ai_sdk_input_mismatch"] = "ai_sdk_input_mismatch"
     input: Any = None
+
+
+class AISDKApprovalPending(CallFailure):
+    """The stream asked for approval of this call (``tool-approval-request``) and ended
+    before a decision: the call never ran. ``approval_id`` is the request's ``approvalId``;
+    the decision goes back to the server, whose next response runs or denies the call.
+    """
+
+    kind: Literal["ai_sdk_approval_pending"] = "ai_sdk_approval_pending"
+    approval_id: str = ""
+
+
+class AISDKStepReset(CallFailure):
+    """The server retracted the call's step (``reset-step``) before the call was made
+    ready: the call never ran."""
+
+    kind: Literal["ai_sdk_step_reset"] = "ai_sdk_step_reset"
 
 
 class AISDKMalformedPart(CallFailure):
@@ -125,9 +157,6 @@ class AISDKMalformedPart(CallFailure):
 
     kind: Literal["ai_sdk_malformed_part"] = "ai_sdk_malformed_part"
     part_type: str
-
-
-_MISSING: Any = object()
 
 
 def _decode_text(item: str | bytes) -> Any:
@@ -150,64 +179,59 @@ class AISDKAdapter(SinkAdapter):
     Limits (those of the sink written into): a ``toolCallId`` longer than
     ``Limits.max_id_chars`` routes nothing (its parts are ignored and logged), a
     ``toolName`` longer than ``max_name_chars`` is cut to a name no tool can have
-    (``...(cut)``). The ``tool-input-available`` check reads the streamed text back from
-    the machine or tracker written into; only through ``feed`` / ``end`` does the adapter
-    keep a copy, up to ``max_args_chars`` characters (past that the sink has failed the
-    call, ``ArgumentsTooLarge``, and the copy is released).
+    (``...(cut)``). A call's streamed text is held until ``tool-input-available``, up to
+    ``max_args_chars`` characters (past that it is written, and the sink fails the call,
+    ``ArgumentsTooLarge``).
 
     Args:
         limits: the limits to honour through ``feed`` / ``end`` (written into a machine
             or tracker, the adapter honours that machine's limits instead).
+        ready: when a call whose input is stated becomes ready. ``"step"`` (default): at
+            the end of its step, so that neither an approval request nor a
+            ``reset-step`` can come too late. ``"input"``: as soon as the stream moves on
+            past its ``tool-input-available`` (the SDK writes a call's approval request
+            right after it), a head start for the step's later calls; a ``reset-step``
+            then cannot stop a call a runner already started (it fails it, but the tool
+            may have run).
     """
 
-    def __init__(self, *, limits: Limits | None = None) -> None:
+    def __init__(
+        self, *, limits: Limits | None = None, ready: Literal["step", "input"] = "step"
+    ) -> None:
         super().__init__(limits=limits)
+        if ready not in ("step", "input"):
+            raise ValueError(f'AISDKAdapter(ready=...) is "step" or "input", not {ready!r}')
         self._table = self._calls = CallTable(RULES["ai_sdk"], _failure, self._sink)
+        self._held: dict[str, Held] = {}
+        self._step: list[Record] = []
+        self._eager = ready == "input"
+        self._due: Record | None = None  # with ready="input": ready at the next part
 
     def _translate(self, item: Any) -> None:
         """Write the events one part implies (possibly none). Only what the sink raises
         propagates; a part that cannot be read is logged and ignored."""
-        calls = self._calls
         try:
-            if type(item) is dict:
-                kind = item.get("type")
-                if kind == "tool-input-delta":
-                    if not calls.more(item.get("toolCallId"), item.get("inputTextDelta")):
-                        self._on_delta(item)
-                    return
-            else:
-                if isinstance(item, str | bytes):
-                    item = _decode_text(item)
-                kind = _get(item, "type")
-                if kind == "tool-input-delta":
-                    self._on_delta(item)
-                    return
-            if not isinstance(kind, str) or not kind.startswith(
-                ("tool-", "finish", "error", "abort")
+            if isinstance(item, str | bytes):
+                item = _decode_text(item)
+            kind = _get(item, "type")
+            if not isinstance(kind, str):
+                return
+            due = self._due
+            if due is not None and not (
+                kind == "tool-approval-request" and _get(item, "toolCallId") == due.call_id
             ):
-                return
-            if kind.startswith("tool-output-"):
-                self._on_output(item, kind)
-                return
-            if calls.ended:
-                return
-            if kind == "tool-input-start":
-                self._on_start(item)
-            elif kind == "tool-input-available":
-                self._on_available(item)
-            elif kind == "tool-input-error":
-                self._on_input_error(item)
-            elif kind == "finish":
-                reason = _get(item, "finishReason")
-                if isinstance(reason, str):
-                    calls.end(reason in _OK_FINISH_REASONS, reason)
-                else:
-                    calls.end(True, "finish")
-            elif kind == "error":
-                text = _get(item, "errorText")
-                calls.end(False, text if isinstance(text, str) and text else "error")
-            elif kind == "abort":
-                calls.end(False, "abort")
+                self._due = None  # reset-step and abort take it back instead
+                held = self._held.get(due.call_id)
+                if (
+                    held is not None
+                    and held.available
+                    and held.approval_id is None
+                    and kind not in ("reset-step", "abort")
+                ):
+                    self._ready(due)
+            handler = self._HANDLERS.get(kind)
+            if handler is not None and not (self._calls.ended and kind in _BEFORE_END):
+                handler(self, item)
         except Exception:
             logger.debug(
                 "ai_sdk: ignored a part that could not be read: %.200r", item, exc_info=True
@@ -216,15 +240,23 @@ class AISDKAdapter(SinkAdapter):
     def _finish_stream(self) -> None:
         """The end of the stream: ``End(ok=False)`` unless a finish/error/abort part came."""
         if not self._calls.ended:
-            self._calls.end(False, "stream ended without a finish part")
+            self._end(False, "stream ended without a finish part")
 
     # -- handlers ---------------------------------------------------------------------
 
     def _on_delta(self, item: Any) -> None:
-        call_id = _get(item, "toolCallId")
-        record = self._calls.records.get(call_id) if isinstance(call_id, str) else None
-        if record is not None:  # no call there: ignored (parts always start a call first)
-            self._calls.append(record, _get(item, "inputTextDelta"), "tool-input-delta")
+        record = self._open(item)
+        held = None if record is None else self._held.get(record.call_id)
+        if record is None or held is None or held.available:
+            return  # no call there: ignored (parts always start a call first)
+        text = _get(item, "inputTextDelta")
+        if not isinstance(text, str):
+            self._fail(record, f"the argument text must be a string, got {_short(text)}")
+            return
+        held.add(text)
+        if held.size > self._limits.max_args_chars:  # the sink fails it: ArgumentsTooLarge
+            del self._held[record.call_id]
+            self._calls.append(record, held.text(), "tool-input-delta")
 
     def _record(self, item: Any, part_type: str, *, start: bool = True) -> Record | None:
         """The record of the part's call; started by ``part_type`` if ``start`` and new."""
@@ -236,38 +268,70 @@ class AISDKAdapter(SinkAdapter):
         record = calls.records.get(call_id)
         if record is None and start:
             record = calls.start(call_id, call_id, _get(item, "toolName"), part_type)
+            if record is not None and calls.records.get(call_id) is record:
+                self._hold(record, _get(item, "inputEncoding") == "text")
         return record
+
+    def _hold(self, record: Record, text_input: bool) -> None:
+        """Hold a new call; the held calls are as many as the table's records at most."""
+        held = self._held
+        if len(held) >= self._limits.max_calls:
+            records = self._calls.records
+            self._held = held = {key: h for key, h in held.items() if key in records}
+            self._step = [r for r in self._step if r.call_id in held]
+        held[record.call_id] = Held(text_input)
+        self._step.append(record)
+
+    def _open(self, item: Any) -> Record | None:
+        call_id = _get(item, "toolCallId")
+        record = self._calls.records.get(call_id) if isinstance(call_id, str) else None
+        return record if record is not None and record.open else None
 
     def _on_start(self, item: Any) -> None:
         if _get(item, "toolCallId") not in self._calls.records:
             self._record(item, "tool-input-start")
 
     def _on_available(self, item: Any) -> None:
-        calls = self._calls
         record = self._record(item, "tool-input-available")
-        if record is None or not record.open:
+        held = None if record is None else self._held.get(record.call_id)
+        if record is None or held is None or held.available or not record.open:
             return
-        given = item.get("input", _MISSING) if isinstance(item, Mapping) else _MISSING
-        if record.empty:
-            record.initial = None if given is _MISSING else given
-        elif given is not _MISSING:
-            streamed = calls.text(record)
-            if streamed is not None and not _same_json(streamed, given):
-                mismatch = AISDKInputMismatch(
-                    message=f"call {record.call_id!r} ({record.name}): tool-input-available "
-                    f"has an input ({_short(given)}) the streamed text does not parse to",
-                    input=given,
-                )
-                calls.fail(record, "", "tool-input-available", mismatch)
-                return
-        calls.close(record.call_id, "tool-input-available")
+        given = item.get("input", MISSING) if isinstance(item, Mapping) else MISSING
+        if _get(item, "inputEncoding") == "text":
+            held.text_input = True
+        text, replaced = input_text(held, given)
+        if text is None:
+            self._fail(record, f"the call's input cannot be written as JSON: {_short(given)}")
+            return
+        if replaced:
+            logger.debug(
+                "ai_sdk: call %r: the stated input replaces the streamed text %.200r",
+                record.call_id,
+                held.text(),
+            )
+        held.available = True
+        record.empty = False  # the table writes no {} for it
+        self._calls.append(record, text, "tool-input-available")
+        if self._eager:
+            self._due = record
+
+    def _on_approval(self, item: Any) -> None:
+        record = self._open(item)
+        held = None if record is None else self._held.get(record.call_id)
+        if held is not None:
+            approval_id = _get(item, "approvalId")
+            held.approval_id = approval_id if isinstance(approval_id, str) else ""
+        elif record is None:
+            logger.debug("ai_sdk: tool-approval-request for no call held: %.200r", item)
 
     def _on_input_error(self, item: Any) -> None:
         record = self._record(item, "tool-input-error")
         if record is not None and not record.finished:
+            self._release(record)
             self._calls.finish(record, _tool_error(item, "tool-input-error"))
 
-    def _on_output(self, item: Any, kind: str) -> None:
+    def _on_output(self, item: Any) -> None:
+        kind = _get(item, "type")
         call_id = _get(item, "toolCallId")
         if not _usable_id(call_id, self._limits.max_id_chars):
             return
@@ -275,17 +339,138 @@ class AISDKAdapter(SinkAdapter):
         record = calls.records.get(call_id)
         if record is not None and record.finished:
             return
+        # the server ran a call whose input it stated: ready first, then its outcome (an
+        # output before the input is stated is written as is: the sink judges it)
+        held = None if record is None else self._held.get(call_id)
+        ran = record is not None and held is not None and held.available
         if kind == "tool-output-available":
             if _get(item, "preliminary") is True:
                 return
             if record is not None:
+                if ran:
+                    self._ready(record)
                 record.finished = True
             calls.result(call_id, _get(item, "output"))
-        elif kind in ("tool-output-error", "tool-output-denied"):
-            if record is not None:
-                calls.finish(record, _tool_error(item, kind))
+        elif record is not None:  # tool-output-error, tool-output-denied
+            if ran and kind == "tool-output-error":
+                self._ready(record)
             else:
-                calls.error(call_id, _tool_error(item, kind))
+                self._release(record)  # denied (it never ran), or no input stated yet
+            calls.finish(record, _tool_error(item, kind))
+        else:
+            calls.error(call_id, _tool_error(item, kind))
+
+    def _on_start_step(self, item: Any) -> None:
+        self._step = []
+
+    def _on_finish_step(self, item: Any) -> None:
+        for record in self._step:
+            held = self._held.get(record.call_id)
+            if held is not None and held.available and held.approval_id is None:
+                self._ready(record)
+        self._step = []
+
+    def _on_reset_step(self, item: Any) -> None:
+        for record in self._step:
+            if self._held.get(record.call_id) is not None:
+                why = "the server retracted its step (reset-step); it never ran"
+                self._fail(
+                    record,
+                    why,
+                    AISDKStepReset(message=f"call {record.call_id!r} ({record.name}): {why}"),
+                )
+        self._step = []
+
+    def _on_finish(self, item: Any) -> None:
+        for call_id, held in list(self._held.items()):
+            record = self._calls.records.get(call_id)
+            if record is None or not held.available:
+                continue
+            if held.approval_id is None:
+                self._ready(record)
+            else:
+                self._fail(record, "", _approval_pending(record, held.approval_id))
+        reason = _get(item, "finishReason")
+        if isinstance(reason, str):
+            self._end(reason in _OK_FINISH_REASONS, reason)
+        else:
+            self._end(True, "finish")
+
+    def _on_error(self, item: Any) -> None:
+        text = _get(item, "errorText")
+        self._end(False, text if isinstance(text, str) and text else "error", ready=True)
+
+    def _on_abort(self, item: Any) -> None:
+        self._end(False, "abort")
+
+    # -- writing ----------------------------------------------------------------------
+
+    def _release(self, record: Record) -> None:
+        """Stop holding a call: its streamed text is written, if it never was (so that
+        an error shows it)."""
+        held = self._held.pop(record.call_id, None)
+        if held is not None and not held.available and held.parts and record.open:
+            self._calls.append(record, held.text(), "tool-input-delta")
+
+    def _ready(self, record: Record) -> None:
+        """Make a held call ready (its text written first, if it never was)."""
+        self._release(record)
+        self._calls.close(record.call_id, "tool-output-available")
+
+    def _fail(self, record: Record, why: str, error: CallFailure | None = None) -> None:
+        self._release(record)
+        self._calls.fail(record, why, "tool-input-delta", error)
+
+    def _end(self, ok: bool, reason: str, *, ready: bool = False) -> None:
+        """End the turn. With ``ready`` (an ``error`` part: the server's turn failed, after
+        the calls it had validated), the calls whose input is available and that need no
+        approval are made ready first, as at ``finish``. Every other call still held stays
+        ``pending`` and the turn's end abandons it (its streamed text written first, so
+        that the error shows it)."""
+        for call_id, held in list(self._held.items()):
+            record = self._calls.records.get(call_id)
+            if record is None:
+                continue
+            if ready and held.available and held.approval_id is None:
+                self._ready(record)
+            else:
+                self._release(record)
+        self._held.clear()
+        self._step = []
+        self._calls.end(ok, reason)
+
+    _HANDLERS: Final[dict[str, Callable[[AISDKAdapter, Any], None]]] = {
+        "tool-input-start": _on_start,
+        "tool-input-delta": _on_delta,
+        "tool-input-available": _on_available,
+        "tool-input-error": _on_input_error,
+        "tool-approval-request": _on_approval,
+        "tool-output-available": _on_output,
+        "tool-output-error": _on_output,
+        "tool-output-denied": _on_output,
+        "start-step": _on_start_step,
+        "finish-step": _on_finish_step,
+        "reset-step": _on_reset_step,
+        "finish": _on_finish,
+        "error": _on_error,
+        "abort": _on_abort,
+    }
+
+
+_BEFORE_END: Final = frozenset(AISDKAdapter._HANDLERS) - {
+    "tool-output-available",
+    "tool-output-error",
+    "tool-output-denied",
+}
+
+
+def _approval_pending(record: Record, approval_id: str) -> AISDKApprovalPending:
+    return AISDKApprovalPending(
+        message=f"call {record.call_id!r} ({record.name}) awaits approval ({approval_id!r}) "
+        "when the turn ends; it never ran. The decision goes back to the server, whose next "
+        "response runs or denies it",
+        approval_id=approval_id,
+    )
 
 
 def _failure(record: Record, why: str, part_type: str) -> AISDKMalformedPart:
@@ -293,41 +478,6 @@ def _failure(record: Record, why: str, part_type: str) -> AISDKMalformedPart:
         message=f"call {record.call_id!r} ({record.name}): malformed {part_type}: {why}",
         part_type=part_type,
     )
-
-
-def _same_json(text: str, value: Any) -> bool:
-    """Whether ``text`` parses to ``value``, compared as JSON values (see :func:`_json_equal`)."""
-    try:
-        parsed = parse_json(text)
-    except _ArgumentsError:
-        return False
-    try:
-        return _json_equal(parsed, value)
-    except RecursionError:
-        return False
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON-typed equality: a boolean never equals a number (``true != 1``), numbers compare
-    by value (``1 == 1.0``), objects by keys and values, arrays (lists or tuples) item by
-    item, in order."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a is b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return bool(a == b)
-    if isinstance(a, str) or isinstance(b, str):
-        return isinstance(a, str) and isinstance(b, str) and a == b
-    if a is None or b is None:
-        return a is None and b is None
-    if isinstance(a, Mapping):
-        if not isinstance(b, Mapping) or len(a) != len(b):
-            return False
-        return all(key in b and _json_equal(value, b[key]) for key, value in a.items())
-    if isinstance(a, list | tuple):
-        if not isinstance(b, list | tuple) or len(a) != len(b):
-            return False
-        return all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 def _tool_error(item: Any, kind: str) -> AISDKToolError:

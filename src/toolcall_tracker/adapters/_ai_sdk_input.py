@@ -1,0 +1,128 @@
+"""The AI SDK reader's held input (private, for :mod:`toolcall_tracker.adapters.ai_sdk`).
+
+Theory of operation
+-------------------
+A UI message stream announces a call (``tool-input-start``), streams its input text
+(``tool-input-delta``) and then states the input that counts (``tool-input-available``):
+the one the server validated, after schema defaults, stripping and ``repairToolCall``.
+That input can differ from the streamed text, and the tracker's arguments are the parsed
+argument text, which cannot be taken back once written. So the reader *holds* each call's
+streamed text (a :class:`Held`) and writes the text of the call only at
+``tool-input-available``, choosing it by :func:`input_text`:
+
+- the streamed text, when it parses to the stated input as JSON values (numbers compared
+  as JavaScript compares them: an integer beyond 2^53 equals its rounded double, so the
+  streamed, exact digits are kept);
+- else the JSON of the stated input: the server's input counts, and the streamed text is
+  dropped (logged at DEBUG);
+- for a text-input tool (``inputEncoding: "text"``), whose input is a plain string, the
+  JSON string of the stated input (of the streamed text when no input is stated), so that
+  ``ready`` parses exactly one JSON value.
+
+A held call is made ``ready`` only at the end of its step (``finish-step``, or ``finish``
+for a stream without steps), and never while it waits for approval: see the adapter's
+docstring for the whole mapping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .._json import _ArgumentsError, parse_json
+from ._common import _json_text
+
+__all__ = ["MISSING", "Held", "input_text", "json_equal"]
+
+MISSING: Final[Any] = object()
+_EXACT: Final = 2**53
+
+
+class Held:
+    """One call's state while the reader holds it back from ``ready``.
+
+    ``parts``/``size``: the streamed text (``size`` characters). ``text_input``: the tool
+    takes a plain string (``inputEncoding: "text"``). ``available``: its input was stated
+    and written (``tool-input-available``), it waits for the end of its step.
+    ``approval_id``: a ``tool-approval-request`` holds it until a decision.
+    """
+
+    __slots__ = ("approval_id", "available", "parts", "size", "text_input")
+
+    def __init__(self, text_input: bool) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.text_input = text_input
+        self.available = False
+        self.approval_id: str | None = None
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += len(text)
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def input_text(held: Held, given: Any) -> tuple[str | None, bool]:
+    """The argument text to write for a call whose input is ``given`` (``MISSING`` if the
+    part had none), and whether the streamed text was replaced by it. ``None``: ``given``
+    cannot be written as JSON."""
+    streamed = held.text()
+    if held.text_input:
+        value = streamed if given is MISSING else given
+        return _json_text(value), given is not MISSING and given != streamed and bool(streamed)
+    # no input (or null, as AI SDK v4 writes it); whitespace alone is no text: {} follows
+    if given is MISSING or given is None:
+        return (streamed if streamed.strip() else streamed + "{}"), False
+    if streamed.strip() and _same_json(streamed, given):
+        return streamed, False
+    return _json_text(given), bool(streamed.strip())
+
+
+def _same_json(text: str, value: Any) -> bool:
+    """Whether ``text`` parses to ``value`` (see :func:`json_equal`)."""
+    try:
+        parsed = parse_json(text)
+    except _ArgumentsError:
+        return False
+    try:
+        return json_equal(parsed, value)
+    except RecursionError:
+        return False
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON-typed equality as JavaScript sees it: a boolean never equals a number
+    (``true != 1``), numbers compare by value (``1 == 1.0``) and an integer beyond 2^53
+    equals the double it rounds to; objects by keys and values, arrays (lists or tuples)
+    item by item, in order."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return bool(a == b) or (_rounds(a) and _rounds(b) and _double(a) == _double(b))
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, Mapping):
+        if not isinstance(b, Mapping) or len(a) != len(b):
+            return False
+        return all(key in b and json_equal(value, b[key]) for key, value in a.items())
+    if isinstance(a, list | tuple):
+        if not isinstance(b, list | tuple) or len(a) != len(b):
+            return False
+        return all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _rounds(number: float) -> bool:
+    """Whether JavaScript holds ``number`` only approximately (beyond 2^53)."""
+    return abs(number) > _EXACT
+
+
+def _double(number: float) -> float | None:
+    try:
+        return float(number)
+    except OverflowError:
+        return None
