@@ -50,7 +50,7 @@ from typing import Any, Final, Literal
 from ..errors import CallFailure
 from ..limits import DEFAULT_LIMITS, Limits
 from ..sink import EventSink
-from ._common import IdMinter, _json_text, _short, _tool_name, _usable_id, logger
+from ._common import IdMinter, _json_text, _plain, _short, _tool_name, _usable_id, logger
 from ._sinkguard import SinkRaised
 
 __all__ = ["RULES", "CallTable", "Record", "Rules", "malformed_event"]
