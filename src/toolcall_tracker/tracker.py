@@ -27,7 +27,7 @@ import time
 from collections.abc import AsyncIterable, Coroutine
 from dataclasses import replace
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import anyio.lowlevel
@@ -45,7 +45,27 @@ from .machine import IgnoredHook, ToolCallStateMachine, logger
 from .sink import ItemSource
 from .timeline import CallTimeline
 
-__all__ = ["CallTimeline", "ToolCallTracker"]
+__all__ = ["READY_CHECKPOINTS", "CallTimeline", "ToolCallTracker"]
+
+READY_CHECKPOINTS: Final = 3
+"""How many times ``consume`` yields to the event loop after an item that makes a call
+ready or wakes a waiting task (and after no other item).
+
+A woken task needs event-loop iterations of its own before a tool's first line runs: the
+``ready_calls()`` iterator resumes, ``start_soon`` schedules the tool's task, and that task
+runs (trio may run the tasks of one batch in either order). Three checkpoints cover the
+documented ``ready_calls()`` + ``start_soon`` pattern and
+:class:`~toolcall_tracker.runner.ToolRunner` on both backends, so an eager tool starts
+before ``consume`` reads the next item even from a source that never blocks
+(tests/test_bursts.py proves it by ordering).
+"""
+
+
+async def _let_woken_tasks_start() -> None:
+    """Yield :data:`READY_CHECKPOINTS` times, so that woken tasks (and the tools they start)
+    run before the next item is read."""
+    for _ in range(READY_CHECKPOINTS):
+        await anyio.lowlevel.checkpoint()
 
 
 class ToolCallTracker:
@@ -192,8 +212,11 @@ class ToolCallTracker:
         Returns when the source is exhausted; that ends the turn normally (``End(ok=True,
         reason="source exhausted")``) unless the source sent its own ``end``. After each
         item that makes a call ready or wakes a waiting task, it yields to the event loop
-        once, so tool tasks start while the stream goes on even if the source never
-        blocks.
+        :data:`READY_CHECKPOINTS` (3) times, and after no other item: enough for a tool
+        started through ``ready_calls()`` + ``start_soon`` or by
+        :class:`~toolcall_tracker.runner.ToolRunner` to run its first line before the next
+        item is read, on asyncio and trio, even if the source never blocks (a burst of
+        events from one socket read).
 
         If the source raises, a malformed event arrives (without ``skip_invalid``) or the
         task is cancelled, the turn ends not ok (pending calls fail, every waiter wakes)
@@ -260,7 +283,7 @@ class ToolCallTracker:
                 continue
             if waiting.woke:  # a waiting task can run now: let it start
                 waiting.woke = False
-                await anyio.lowlevel.checkpoint()
+                await _let_woken_tasks_start()
         return not self._waiting.closed
 
     async def _pump(self, source: ItemSource) -> bool:
@@ -284,7 +307,7 @@ class ToolCallTracker:
                 continue
             if waiting.woke:
                 waiting.woke = False
-                await anyio.lowlevel.checkpoint()
+                await _let_woken_tasks_start()
         if self._waiting.closed:
             return False
         source.finish(machine)
