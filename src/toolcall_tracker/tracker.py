@@ -27,7 +27,7 @@ import time
 from collections.abc import AsyncIterable, Coroutine
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, Final
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -35,7 +35,7 @@ import anyio.lowlevel
 from ._consume_misuse import check_source
 from ._reducer import IgnoreReason
 from ._sources import close_source, why_stopped
-from ._waiting import ARGS_PARSED, DONE_ONLY, ReadyCalls, Waiting
+from ._waiting import ARGS_PARSED, DONE_ONLY, READY_CHECKPOINTS, ReadyCalls, Waiting
 from .calls import Status, ToolCall
 from .changes import ChangeListener
 from .errors import InvalidEvent, TrackerClosed
@@ -46,26 +46,6 @@ from .sink import ItemSource
 from .timeline import CallTimeline
 
 __all__ = ["READY_CHECKPOINTS", "CallTimeline", "ToolCallTracker"]
-
-READY_CHECKPOINTS: Final = 3
-"""How many times ``consume`` yields to the event loop after an item that makes a call
-ready or wakes a waiting task (and after no other item).
-
-A woken task needs event-loop iterations of its own before a tool's first line runs: the
-``ready_calls()`` iterator resumes, ``start_soon`` schedules the tool's task, and that task
-runs (trio may run the tasks of one batch in either order). Three checkpoints cover the
-documented ``ready_calls()`` + ``start_soon`` pattern and
-:class:`~toolcall_tracker.runner.ToolRunner` on both backends, so an eager tool starts
-before ``consume`` reads the next item even from a source that never blocks
-(tests/test_bursts.py proves it by ordering).
-"""
-
-
-async def _let_woken_tasks_start() -> None:
-    """Yield :data:`READY_CHECKPOINTS` times, so that woken tasks (and the tools they start)
-    run before the next item is read."""
-    for _ in range(READY_CHECKPOINTS):
-        await anyio.lowlevel.checkpoint()
 
 
 class ToolCallTracker:
@@ -211,8 +191,9 @@ class ToolCallTracker:
 
         Returns when the source is exhausted; that ends the turn normally (``End(ok=True,
         reason="source exhausted")``) unless the source sent its own ``end``. After each
-        item that makes a call ready or wakes a waiting task, it yields to the event loop
-        :data:`READY_CHECKPOINTS` (3) times, and after no other item: enough for a tool
+        item that wakes a waiting task it yields to the event loop :data:`READY_CHECKPOINTS`
+        (3) times, after one that makes a call ready while nobody waits once, and after
+        no other item: enough for a tool
         started through ``ready_calls()`` + ``start_soon`` or by
         :class:`~toolcall_tracker.runner.ToolRunner` to run its first line before the next
         item is read, on asyncio and trio, even if the source never blocks (a burst of
@@ -281,9 +262,10 @@ class ToolCallTracker:
                     raise hinted from exc
                 self._machine.ignore(event, IgnoreReason.INVALID_EVENT)
                 continue
-            if waiting.woke:  # a waiting task can run now: let it start
-                waiting.woke = False
-                await _let_woken_tasks_start()
+            if waiting.woke:  # a task can run now: let it start (see READY_CHECKPOINTS)
+                times, waiting.woke = waiting.woke, 0
+                for _ in range(times):
+                    await anyio.lowlevel.checkpoint()
         return not self._waiting.closed
 
     async def _pump(self, source: ItemSource) -> bool:
@@ -305,9 +287,10 @@ class ToolCallTracker:
                     raise
                 machine.ignore(exc.event, IgnoreReason.INVALID_EVENT)
                 continue
-            if waiting.woke:
-                waiting.woke = False
-                await _let_woken_tasks_start()
+            if waiting.woke:  # a task can run now: let it start (see READY_CHECKPOINTS)
+                times, waiting.woke = waiting.woke, 0
+                for _ in range(times):
+                    await anyio.lowlevel.checkpoint()
         if self._waiting.closed:
             return False
         source.finish(machine)
