@@ -27,7 +27,7 @@ import time
 from collections.abc import AsyncIterable, Coroutine
 from dataclasses import replace
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 import anyio
 import anyio.lowlevel
@@ -229,10 +229,10 @@ class ToolCallTracker:
         try:
             with scope:
                 try:
-                    if isinstance(source, ItemSource):
+                    if _is_item_source(source):
                         finished = await self._pump(source)
                     else:
-                        finished = await self._drain(source)
+                        finished = await self._drain(cast(AsyncIterable[EventInput], source))
                 except BaseException as exc:
                     if machine.end is None and not self._waiting.closed:
                         self._end_quietly(why_stopped(exc))
@@ -426,6 +426,17 @@ class ToolCallTracker:
         raise TrackerClosed(
             "this tracker is closed and accepts no more events; use a new tracker for the next turn"
         )
+
+
+def _is_item_source(source: object) -> TypeGuard[ItemSource]:
+    """``isinstance(source, ItemSource)`` without the cost of a runtime protocol check (a
+    quarter of a short turn's set-up): the same test, that each of its methods exists."""
+    return (
+        hasattr(source, "receive")
+        and hasattr(source, "write")
+        and hasattr(source, "finish")
+        and hasattr(source, "aclose")
+    )
 
 
 def _with_hint(exc: InvalidEvent, event: object) -> InvalidEvent:
