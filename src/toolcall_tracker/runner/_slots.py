@@ -80,6 +80,9 @@ class Capacity:
         self._running: dict[str, int] = {}
         self._threads = 0
         self._wakers: dict[object, tuple[Any, Callable[[], None]]] = {}
+        # The turns refused a slot by a cap or the thread pool since the last release: only
+        # they are woken by the next one (waking every turn cost O(turns) per tool run).
+        self._blocked: set[object] = set()
 
     def can_take(self, tool: str, cap: float, sync: bool) -> bool:
         """Whether :meth:`take` would succeed now."""
@@ -110,7 +113,10 @@ class Capacity:
                 del self._running[tool]
             if sync:
                 self._threads -= 1
-            wakers = list(self._wakers.values())
+            if not self._blocked:
+                return
+            wakers = [self._wakers[key] for key in self._blocked if key in self._wakers]
+            self._blocked.clear()
         for native_token, wake in wakers:
             call_soon(native_token, wake)
 
@@ -131,6 +137,12 @@ class Capacity:
     def unsubscribe(self, key: object) -> None:
         with self._lock:
             self._wakers.pop(key, None)
+            self._blocked.discard(key)
+
+    def blocked(self, key: object) -> None:
+        """The subscriber ``key`` was refused a slot: wake it at the next release."""
+        with self._lock:
+            self._blocked.add(key)
 
 
 def call_soon(native_token: Any, function: Callable[[], None]) -> None:
@@ -146,7 +158,7 @@ def call_soon(native_token: Any, function: Callable[[], None]) -> None:
 class TurnSlots:
     """A turn's slots: its queue, its own ``max_concurrency``, its runner's capacity."""
 
-    __slots__ = ("_cap", "_capacity", "_free", "_sync", "queue")
+    __slots__ = ("_cap", "_capacity", "_free", "_owner", "_sync", "queue")
 
     def __init__(
         self,
@@ -154,8 +166,10 @@ class TurnSlots:
         max_concurrency: float,
         cap: Callable[[str], float],
         sync: Callable[[str], bool],
+        owner: object = None,
     ) -> None:
         self.queue = RunQueue()
+        self._owner = owner  # the key its turn subscribes to the capacity with
         self._capacity = capacity
         self._free = max_concurrency
         self._cap = cap
@@ -173,7 +187,12 @@ class TurnSlots:
             return None
         tool = queue.peek(self._may_take)
         if tool is None:
-            return None
+            # Refused by the runner-wide capacity: ask to be woken by the next release,
+            # then look once more (a release in between would otherwise be missed).
+            self._capacity.blocked(self._owner)
+            tool = queue.peek(self._may_take)
+            if tool is None:
+                return None
         call_id = queue.take(tool)
         if not self._capacity.take(tool, self._cap(tool), self._sync(tool)):
             queue.push_front(tool, call_id)  # pragma: no cover (another event loop took it)

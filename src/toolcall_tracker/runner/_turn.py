@@ -80,6 +80,7 @@ class Turn(ChangeListener):
             policy.options.max_concurrency or math.inf,
             policy.cap,
             lambda tool: policy.is_sync(policy.tools[tool]),
+            owner=self,  # the key it subscribes to the capacity with (in go)
         )
         self._timeout_at = math.inf  # the runner's overall timeout (bounds the tools)
         self._deadline_at = math.inf  # run(deadline=): bounds everything, the stream too
