@@ -116,20 +116,18 @@ def _write(sink: Any, steps: list[tuple[str, str, Any]]) -> None:
 
 
 @pytest.mark.parametrize("calls", [100, 2_000])
-def test_a_call_in_the_machine_costs_at_most_its_ceiling(calls: int) -> None:
-    machine = tool_call_streaming_state_machine()
+@pytest.mark.parametrize(
+    ("make", "ceiling"),
+    [
+        (tool_call_streaming_state_machine, MACHINE_BLOCKS_PER_CALL),
+        (ToolCallTracker, TRACKER_BLOCKS_PER_CALL),
+    ],
+    ids=["machine", "tracker"],
+)
+def test_a_call_costs_at_most_its_ceiling(calls: int, make: Any, ceiling: float) -> None:
+    sink = make()
     steps = _calls(calls)
     with counting() as counted:
-        _write(machine, steps)
-    assert counted.blocks / calls <= MACHINE_BLOCKS_PER_CALL, counted.blocks / calls
-    assert len(machine.list()) == calls
-
-
-@pytest.mark.parametrize("calls", [100, 2_000])
-def test_a_call_in_the_tracker_costs_at_most_its_ceiling(calls: int) -> None:
-    tracker = ToolCallTracker()
-    steps = _calls(calls)
-    with counting() as counted:
-        _write(tracker, steps)
-    assert counted.blocks / calls <= TRACKER_BLOCKS_PER_CALL, counted.blocks / calls
-    assert len(tracker.list()) == calls
+        _write(sink, steps)
+    assert counted.blocks / calls <= ceiling, counted.blocks / calls
+    assert len(sink.list()) == calls

@@ -127,6 +127,7 @@ class ToolCallStateMachine:
             except KeyError:
                 text = None
             if type(text) is str and type(call_id) is str:
+                # _fast_delta, inlined (the one copy): the mapping path is the seed contract's
                 record = self._calls.get(call_id)
                 if record is not None and record.status is _PENDING:
                     room = record.room - len(text)
@@ -165,19 +166,8 @@ class ToolCallStateMachine:
         This is the hot path of every adapter: a fragment for a pending call goes straight
         to the table's delta step.
         """
-        # _fast_delta, inlined: this is every adapter's per-fragment call.
-        record = self._calls.get(call_id)
-        if record is not None and record.status is _PENDING and type(text) is str:
-            room = record.room - len(text)
-            if room >= 0 and self._deltas_route:
-                record.room = room
-                parts = record.parts
-                parts.append(text)
-                if len(parts) >= record.free:
-                    record.coalesce()
-                if self._fragment_listeners:
-                    self._appended(call_id, text)
-                return
+        if type(text) is str and self._fast_delta(call_id, text):
+            return
         self._write("delta", call_id, text)
 
     def write_ready(self, call_id: str) -> None:
