@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +207,19 @@ def print_targets(rows: list[dict[str, Any]], out: Any = None) -> None:
     for row in rows:
         measured = "-" if row["measured"] is None else f"{row['measured']:.3f}"
         say(f"{row['status']:<5} {row['target']:<62} {measured:>9}  (limit {row['limit']:g})", out)
+
+
+def _clean(value: Any) -> Any:
+    """JSON-ready: NaN and infinities become ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_json(data: dict[str, Any], path: str | Path) -> None:
+    text = json.dumps(_clean(data), indent=2, allow_nan=False, default=str)
+    Path(path).write_text(text + "\n")

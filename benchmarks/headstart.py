@@ -34,6 +34,8 @@ It reports:
    library, over the items), and where one process saturates.
 4. **Recorded streams**: the real recordings in ``../shared/real-streams/recorded/`` (read
    in place, never copied), re-timed at the token rate, with the same latency report.
+5. **Steady load** (``_headstart_steady.py``): turn loops back to back, sources waking once
+   per simulated network read, with the default collector and the recommended setting.
 
 The targets (printed ok/MISS, never failing the run): completing item to tool start p99
 under 1 ms for a single turn and under 2 ms with 100 concurrent turns at 50 items/s each,
@@ -45,7 +47,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
-import json
 import math
 import os
 import platform
@@ -61,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _headstart_report as report
 import _headstart_run as run
+import _headstart_steady as steady
 import anyio
 from _headstart_streams import FORMATS, Replay, recorded_replays, synthetic_turn
 
@@ -89,7 +91,9 @@ class Config:
     recorded_concurrent: bool = False
     recorded_tool: float = 0.05
     backends: tuple[str, ...] = ("asyncio", "trio")
-    parts: tuple[str, ...] = ("single", "load", "recorded")
+    parts: tuple[str, ...] = ("single", "load", "recorded", "steady")
+    steady_levels: tuple[int, ...] = (1000,)  # concurrent turn loops (part 5)
+    steady_seconds: float = 11.0  # per run: 1 s of warm-up, then the steady state
     seed: str = "headstart"
 
 
@@ -105,6 +109,8 @@ def config(mode: str) -> Config:
         single_concurrent=True,
         load_levels=(1, 20),
         load_window=0.1,
+        steady_levels=(20,),
+        steady_seconds=1.2,
         load_variants=2,
         recorded_limit=2,
         recorded_concurrent=True,
@@ -122,6 +128,8 @@ def config(mode: str) -> Config:
             tools={"lookup": 0.001, "search": 0.002, "fetch": 0.003},
             load_levels=(1, 5),
             load_window=0.01,
+            steady_levels=(5,),
+            steady_seconds=0.4,
             load_variants=1,
             recorded_limit=1,
             recorded_tool=0.001,
@@ -417,6 +425,15 @@ def run_all(cfg: Config, out: Any = None) -> dict[str, Any]:
         for backend in cfg.backends:
             data["recorded"][backend] = recorded_phase(cfg, backend, replays)
         report.recorded(data["recorded"], folder, len(replays), cfg, out)
+    if "steady" in cfg.parts:
+        data["steady"] = [
+            row
+            for backend in cfg.backends
+            for row in steady.steady_phase(
+                backend, cfg.steady_levels, cfg.steady_seconds, cfg.load_rate
+            )
+        ]
+        steady.report(data["steady"], out)
     data["targets"] = report.targets(data, cfg)
     report.print_targets(data["targets"], out)
     data["meta"]["seconds"] = time.monotonic() - started
@@ -429,20 +446,7 @@ def run_all(cfg: Config, out: Any = None) -> dict[str, Any]:
     return data
 
 
-def _clean(value: Any) -> Any:
-    """JSON-ready: NaN and infinities become ``None``."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
-def write_json(data: dict[str, Any], path: str | Path) -> None:
-    text = json.dumps(_clean(data), indent=2, allow_nan=False, default=str)
-    Path(path).write_text(text + "\n")
+write_json = report.write_json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -455,10 +459,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--part",
         action="append",
-        choices=("single", "load", "recorded"),
-        help="run only this part (repeatable): single (1 and 2), load (3), recorded (4)",
+        choices=("single", "load", "recorded", "steady"),
+        help="run only this part (repeatable): single (1 and 2), load (3), recorded (4), "
+        "steady (5: turn loops, default GC beside the recommended one)",
     )
     p.add_argument("--levels", help="concurrent turns under load, e.g. 1,100,300")
+    p.add_argument("--steady-levels", help="concurrent turn loops in part 5, e.g. 100,1000")
+    p.add_argument("--steady-seconds", type=float, help="seconds per run of part 5 (>= 11)")
     args = p.parse_args(argv)
     cfg = config("quick" if args.quick else "full")
     if args.backend:
@@ -467,6 +474,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg.parts = tuple(args.part)
     if args.levels:
         cfg.load_levels = tuple(int(n) for n in args.levels.split(","))
+    if args.steady_levels:
+        cfg.steady_levels = tuple(int(n) for n in args.steady_levels.split(","))
+    if args.steady_seconds:
+        cfg.steady_seconds = args.steady_seconds
     if args.recorded:
         cfg.recorded_dir = Path(args.recorded)
     if args.no_recorded:

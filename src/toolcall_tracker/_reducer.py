@@ -292,7 +292,7 @@ def _append(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> 
 
 def _parse(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
     text = record.text = record.args_text()
-    record.parts = []
+    record.parts.clear()  # keeps the list: one allocation per call, not one per step
     try:
         record.args = parse_json(text)
     except _ArgumentsError as exc:
@@ -314,7 +314,7 @@ def _finish(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> 
 def _fail(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
     if record.status is PENDING:
         record.text = record.args_text()
-        record.parts = []
+        record.parts.clear()  # keeps the list: one allocation per call, not one per step
     record.status = ERROR
     record.error = payload
     record.snapshot = None

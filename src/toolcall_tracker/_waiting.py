@@ -30,6 +30,20 @@ _PENDING, _RUNNING, _ERROR = Status.PENDING, Status.RUNNING, Status.ERROR
 ARGS_PARSED: Final = frozenset({_RUNNING, Status.DONE})
 DONE_ONLY: Final = frozenset({Status.DONE})
 
+READY_CHECKPOINTS: Final = 3
+"""How many times ``consume`` yields to the event loop after an item that woke a waiting
+task (``ready_calls()``, ``wait_ready``...); after an item that makes a call ready while
+nobody waits, it yields once; after any other item, never.
+
+A woken task needs event-loop iterations of its own before a tool's first line runs: the
+``ready_calls()`` iterator resumes, ``start_soon`` schedules the tool's task, and that task
+runs (trio may run the tasks of one batch in either order). Three checkpoints cover the
+documented ``ready_calls()`` + ``start_soon`` pattern and
+:class:`~toolcall_tracker.runner.ToolRunner` on both backends, so an eager tool starts
+before ``consume`` reads the next item even from a source that never blocks
+(tests/test_bursts.py proves it by ordering).
+"""
+
 
 class Waiting(ChangeListener):
     """Waiters, ready calls and timelines of one tracker, kept by the machine's feed."""
@@ -56,7 +70,9 @@ class Waiting(ChangeListener):
         self.ready: dict[str, ToolCall] = {}
         self.timelines: dict[str, CallTimeline] = {}
         self._iterators: list[weakref.ref[ReadyCalls]] = []
-        self.woke = False  # a call became ready or a waiter woke since consume yielded
+        # How often consume should yield before its next item: READY_CHECKPOINTS once a
+        # waiting task was woken, 1 once a call became ready, 0 if neither happened.
+        self.woke = 0
         self._waiters: dict[str, Waiter] = {}  # by id: waiting, not woken yet
         # By id: woken, and some of their tasks have not run yet. Each later change of the
         # call updates them, so a task that runs after the call was forgotten still sees
@@ -79,11 +95,12 @@ class Waiting(ChangeListener):
             self.ready[call_id] = snapshot
             if self._iterators:
                 self._deliver(snapshot)
-            self._wake_stream()
             # consume yields after every newly ready call, even if nobody waits yet: a
             # runner task started just before consume must get to run while the stream
             # goes on, whatever the source does.
-            self.woke = True
+            if not self.woke:
+                self.woke = 1
+            self._wake_stream()
         else:
             timeline = self.timelines[call_id]
             if timeline.ready is None and before is _PENDING:
@@ -108,7 +125,7 @@ class Waiting(ChangeListener):
         if waiter is not None:
             waiter.call, waiter.parsed = snapshot, parsed
             waiter.event.set()
-            self.woke = True
+            self.woke = READY_CHECKPOINTS
             if woken is None:
                 self._woken[call_id] = [waiter]
             else:
@@ -243,7 +260,7 @@ class Waiting(ChangeListener):
         if event is not None:
             self._stream_event = None
             event.set()
-            self.woke = True
+            self.woke = READY_CHECKPOINTS
 
 
 class Waiter:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 from ._decode import decode
-from ._reducer import _STEPS, STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
+from ._reducer import _STEPS, STREAM, IgnoreReason, StreamAction, _append, _CallRecord, reduce
 from ._support import bounded_repr, construct
 from .calls import Status, ToolCall
 from .changes import ChangeListener
@@ -42,9 +42,10 @@ _UNKNOWN_TYPE: Final[Any] = object()
 _UNKNOWN: Final = ("unknown", None, None)
 # STREAM with one more column: a type this library does not know (reported in decode).
 _STREAM_ROWS: Final = {phase: {**row, "unknown": _UNKNOWN_TYPE} for phase, row in STREAM.items()}
-_DELTA_STEPS: Final = {state: row["delta"] for state, row in _STEPS.items()}
 _FINISHED: Final = (Status.DONE, Status.ERROR)
 _PENDING: Final = Status.PENDING
+# The hot path (_fast_delta, write_delta) does this cell of the table inline.
+assert _STEPS[_PENDING]["delta"] is _append, "the delta hot path must follow the table"
 
 
 class ToolCallStateMachine:
@@ -116,25 +117,33 @@ class ToolCallStateMachine:
             InvalidEvent: the event is malformed; nothing changed.
         """
         # The hot path: a well-formed fragment for a pending call, as a plain dict or a
-        # Delta model, goes straight to the table's delta step. Anything else, or anything
+        # Delta model, is appended right here (see _fast_delta). Anything else, or anything
         # unusual, takes the general path, which validates, decides and reports.
         cls = type(event)
         if cls is dict:
-            if event.get("type") == "delta":  # type: ignore[union-attr]
-                call_id = event.get("id")  # type: ignore[union-attr]
-                payload = event.get("argsTextDelta", _MISSING)  # type: ignore[union-attr]
-                if payload is _MISSING:
-                    payload = event.get("args_text_delta")  # type: ignore[union-attr]
-                if (
-                    type(call_id) is str
-                    and type(payload) is str
-                    and self._fast_delta(call_id, payload)
-                ):
-                    return
+            try:  # subscripts, not .get(): a missing key (an end, a snake_case delta) is rare
+                text = event["argsTextDelta"] if event["type"] == "delta" else None  # type: ignore[index]
+                call_id = event["id"]  # type: ignore[index]
+            except KeyError:
+                text = None
+            if type(text) is str and type(call_id) is str:
+                # _fast_delta, inlined (the one copy): the mapping path is the seed contract's
+                record = self._calls.get(call_id)
+                if record is not None and record.status is _PENDING:
+                    room = record.room - len(text)
+                    if room >= 0 and self._deltas_route:
+                        record.room = room
+                        parts = record.parts
+                        parts.append(text)
+                        if len(parts) >= record.free:
+                            record.coalesce()
+                        if self._fragment_listeners:
+                            self._appended(call_id, text)
+                        return
         elif cls is Delta:
             call_id = event.id  # type: ignore[union-attr]
-            payload = event.args_text_delta  # type: ignore[union-attr]
-            if type(call_id) is str and type(payload) is str and self._fast_delta(call_id, payload):
+            text = event.args_text_delta  # type: ignore[union-attr]
+            if type(call_id) is str and type(text) is str and self._fast_delta(call_id, text):
                 return
         decoded = decode(event)
         if decoded is None:
@@ -157,19 +166,8 @@ class ToolCallStateMachine:
         This is the hot path of every adapter: a fragment for a pending call goes straight
         to the table's delta step.
         """
-        # _fast_delta, inlined: this is every adapter's per-fragment call.
-        record = self._calls.get(call_id)
-        if record is not None and self._deltas_route and type(text) is str:
-            before = record.status
-            do = _DELTA_STEPS[before]
-            if type(do) is not IgnoreReason:
-                do(record, call_id, text, self._limits)
-                if record.status is not before:
-                    self._changed(record, before)
-                    self._raise_listener_error()
-                elif self._fragment_listeners:
-                    self._appended(call_id, text)
-                return
+        if type(text) is str and self._fast_delta(call_id, text):
+            return
         self._write("delta", call_id, text)
 
     def write_ready(self, call_id: str) -> None:
@@ -205,12 +203,9 @@ class ToolCallStateMachine:
         return None if record is None else record.status
 
     def args_text(self, call_id: str) -> str | None:
-        """The argument text call ``call_id`` holds so far, without taking a snapshot
-        (``None`` if there is no such call; ``""`` once a too-large text was released).
-
-        The optional read adapters use to check final arguments against the streamed
-        text instead of keeping a second copy of it.
-        """
+        """The argument text call ``call_id`` holds so far, without a snapshot (``None``: no
+        such call; ``""`` once a too-large text was released): adapters check final
+        arguments against it instead of keeping a second copy."""
         record = self._calls.get(call_id)
         return None if record is None else record.args_text()
 
@@ -259,26 +254,29 @@ class ToolCallStateMachine:
     # -- internals --------------------------------------------------------------------
 
     def _fast_delta(self, call_id: str, text: str) -> bool:
-        """The hot path: apply ``delta(call_id, text)`` if it is the common case.
+        """The hot path: append fragment ``text`` to call ``call_id`` if it is the common case.
 
-        ``text`` must be a ``str``. If a call ``call_id`` exists and the table's ``delta``
-        step for its state is an action, that step is applied and it returns ``True``. In
-        every other case (no such call, not pending, the turn ended) it changes nothing and
-        returns ``False``, and the caller takes the general path, which decides and
-        reports. A record only exists for an id that passed validation at its ``start``.
+        ``text`` must be a ``str``. The common case is the table's ``TRANSITIONS[pending]
+        ["delta"]`` cell, APPEND, for a fragment that fits in the call's room: it is done
+        right here (the import-time check below ties this to the table), and it returns
+        ``True``. In every other case (no such call, not pending, too large, the turn
+        ended) it changes nothing and returns ``False``, and the caller takes the general
+        path, which decides and reports. A record only exists for an id that passed
+        validation at its ``start``. Appending changes no status, so the only listeners
+        told are those subscribed to fragments: nobody else pays for them.
         """
         record = self._calls.get(call_id)
-        if record is None or not self._deltas_route:
+        if record is None or record.status is not _PENDING:
             return False
-        before = record.status
-        do = _DELTA_STEPS[before]
-        if type(do) is IgnoreReason:
-            return False
-        do(record, call_id, text, self._limits)
-        if record.status is not before:
-            self._changed(record, before)
-            self._raise_listener_error()
-        elif self._fragment_listeners:
+        room = record.room - len(text)
+        if room < 0 or not self._deltas_route:
+            return False  # too large: _append fails the call on the general path
+        record.room = room
+        parts = record.parts
+        parts.append(text)
+        if len(parts) >= record.free:
+            record.coalesce()
+        if self._fragment_listeners:
             self._appended(call_id, text)
         return True
 

@@ -1,0 +1,300 @@
+"""The steady load of ``headstart.py`` (part ``steady``): many turn loops in one process.
+
+Each of ``turns`` loops runs model turns back to back for ``seconds``: a turn is 3 calls of
+about 120 bytes of arguments in 8-byte fragments (seed events: the tracker's own input, so
+the figures are the tracker's and the runner's, not an adapter's), for one eager tool that
+returns at once, through the public API::
+
+    async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
+        tg.start_soon(tracker.consume, source)
+        calls = await runner.run(tracker)
+
+Items arrive at ``rate`` per second per turn, with jitter, and a source wakes once per
+simulated network read: each read delivers 1 to 6 items (at most 4 KB), yielded back to
+back without blocking, as an SSE client does with one socket read. The sources-only
+baseline runs the same loops with the same reads and drains them without the library.
+
+Reported: completing item (the ``ready``, stamped right after the source yields it) to tool
+start (``tracker.timeline(id).tool_started``) p50/p99/max over the steady state (turns that
+began after the first second), the library's CPU per item over the baseline's, the longest
+garbage-collection pause and event-loop lag, and (from a separate small run under
+tracemalloc) memory per idle turn and per pending call. Each configuration runs with the
+default collector and with the recommended setting (:func:`recommended_gc`).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import random
+import time
+import tracemalloc
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from toolcall_tracker import ToolCallTracker, ToolRunner, tool
+
+CALLS, ARGS, FRAGMENT, MAX_READ, MAX_READ_BYTES = 3, 120, 8, 6, 4096
+WARM_UP = 1.0  # seconds: turns that begin earlier are not counted (a quarter of short runs)
+GC_THRESHOLD0 = 20_000
+
+
+def recommended_gc() -> None:
+    """The documented setting (docs/performance.md): move everything alive after start-up
+    to the permanent generation, and collect generation 0 every 20,000 allocations."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD0, 10, 10)
+
+
+def default_gc() -> None:
+    gc.unfreeze()
+    gc.set_threshold(700, 10, 10)
+    gc.collect()
+
+
+def turn_events(turn: int) -> tuple[list[dict[str, Any]], list[int]]:
+    """One turn's seed events, and the indexes of its ready items."""
+    events: list[dict[str, Any]] = []
+    readies: list[int] = []
+    for index in range(CALLS):
+        call_id = f"t{turn}-c{index}"
+        text = json.dumps({"query": "q" * (ARGS - 14)})  # about ARGS bytes
+        events.append({"type": "start", "id": call_id, "name": "lookup"})
+        events += [
+            {"type": "delta", "id": call_id, "argsTextDelta": text[at : at + FRAGMENT]}
+            for at in range(0, len(text), FRAGMENT)
+        ]
+        readies.append(len(events))
+        events.append({"type": "ready", "id": call_id})
+    return events, readies
+
+
+def reads(count: int, rng: random.Random) -> list[int]:
+    """Split ``count`` items into network reads of 1 to MAX_READ items."""
+    sizes: list[int] = []
+    while count > 0:
+        size = min(count, rng.randint(1, MAX_READ))
+        sizes.append(size)
+        count -= size
+    return sizes
+
+
+@dataclass
+class Loop:
+    """What one turn loop recorded."""
+
+    items: int = 0
+    latencies: list[float] = field(default_factory=list)
+    lag: float = 0.0  # the longest lateness of a read, seconds
+
+
+async def source(
+    events: list[dict[str, Any]], sizes: list[int], rate: float, rng: random.Random, out: Any
+) -> AsyncIterator[dict[str, Any]]:
+    """The events, one network read at a time: sleep until the read is due, then yield its
+    items back to back. ``out`` collects the stamp of each item right after it is yielded."""
+    at = anyio.current_time()
+    position = 0
+    for size in sizes:
+        at += size / rate * rng.uniform(0.5, 1.5)  # jittered arrivals, ``rate`` on average
+        await anyio.sleep_until(at)
+        out.lag = max(out.lag, anyio.current_time() - at)
+        for event in events[position : position + size]:
+            out.stamps.append(time.monotonic())  # handed over now, with no wait before
+            yield event
+        position += size
+
+
+class _Stamps:
+    __slots__ = ("lag", "stamps")
+
+    def __init__(self) -> None:
+        self.stamps: list[float] = []
+        self.lag = 0.0
+
+
+async def turn_loop(
+    index: int, runner: ToolRunner | None, rate: float, until: float, begin: float, loop: Loop
+) -> None:
+    rng = random.Random(index)
+    warm_up = min(WARM_UP, (until - anyio.current_time()) / 4)
+    await anyio.sleep(rng.uniform(0, warm_up))  # jittered start
+    turn = 0
+    while anyio.current_time() < until:
+        events, readies = turn_events(turn)
+        sizes = reads(len(events), rng)
+        stamps = _Stamps()
+        counted = time.monotonic() - begin >= warm_up
+        feed = source(events, sizes, rate, rng, stamps)
+        if runner is None:
+            async for _ in feed:
+                pass
+        else:
+            async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
+                tg.start_soon(tracker.consume, feed)
+                calls = await runner.run(tracker)
+            if counted:
+                for call, ready in zip(calls, readies, strict=True):
+                    timeline = tracker.timeline(call.id)
+                    if timeline is not None and timeline.tool_started is not None:
+                        loop.latencies.append(timeline.tool_started - stamps.stamps[ready])
+        if counted:
+            loop.items += len(stamps.stamps)
+            loop.lag = max(loop.lag, stamps.lag)
+        turn += 1
+
+
+def make_runner() -> ToolRunner:
+    async def lookup(query: str) -> int:
+        """An eager read-only tool that answers at once."""
+        return len(query)
+
+    return ToolRunner([tool(lookup, eager=True)])
+
+
+async def run_level(turns: int, seconds: float, rate: float, library: bool) -> dict[str, Any]:
+    runner = make_runner() if library else None
+    loops = [Loop() for _ in range(turns)]
+    pauses: list[float] = []
+    began = 0.0
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        nonlocal began
+        if phase == "start":
+            began = time.perf_counter()
+        else:
+            pauses.append(time.perf_counter() - began)
+
+    begin = time.monotonic()
+    until = anyio.current_time() + seconds
+    gc.callbacks.append(on_gc)
+    cpu = time.process_time()
+    try:
+        async with anyio.create_task_group() as tg:
+            for index, loop in enumerate(loops):
+                tg.start_soon(turn_loop, index, runner, rate, until, begin, loop)
+    finally:
+        cpu = time.process_time() - cpu
+        gc.callbacks.remove(on_gc)
+    items = sum(loop.items for loop in loops)
+    latencies = sorted(x for loop in loops for x in loop.latencies)
+    return {
+        "items": items,
+        "cpu_s": cpu,
+        "cpu_us_per_item": cpu / items * 1e6 if items else math.nan,
+        "items_per_s": items / (seconds - min(WARM_UP, seconds / 4)),
+        "latency": _stats(latencies),
+        "max_gc_pause_ms": max(pauses, default=0.0) * 1e3,
+        "gc_collections": len(pauses),
+        "max_lag_ms": max((loop.lag for loop in loops), default=0.0) * 1e3,
+    }
+
+
+def _stats(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0, "p50_ms": None, "p99_ms": None, "max_ms": None}
+    p99 = values[max(0, math.ceil(0.99 * len(values)) - 1)]
+    return {
+        "n": len(values),
+        "p50_ms": values[len(values) // 2] * 1e3,
+        "p99_ms": p99 * 1e3,
+        "max_ms": values[-1] * 1e3,
+    }
+
+
+async def memory(turns: int) -> dict[str, float]:
+    """Bytes per idle turn (tracker, consume, runner, waiting for the next read) and per
+    pending call (a call started, some fragments in, waiting), under tracemalloc."""
+    runner = make_runner()
+
+    async def parked(items: list[dict[str, Any]], release: anyio.Event) -> AsyncIterator[Any]:
+        for item in items:
+            yield item
+        await release.wait()
+
+    async def measure(items: list[dict[str, Any]]) -> float:
+        release = anyio.Event()
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            async with anyio.create_task_group() as tg:
+                for _ in range(turns):
+                    tg.start_soon(_turn, runner, parked(items, release))
+                for _ in range(20):  # let every turn reach its wait
+                    await anyio.lowlevel.checkpoint()
+                held = tracemalloc.get_traced_memory()[0] - before
+                release.set()
+        finally:
+            tracemalloc.stop()
+        return held / turns
+
+    events, _ = turn_events(0)
+    idle = await measure([])
+    pending = await measure(events[: 1 + ARGS // FRAGMENT // 2])  # a start, half its fragments
+    return {"idle_turn_bytes": idle, "pending_call_bytes": pending - idle}
+
+
+async def _turn(runner: ToolRunner, feed: AsyncIterator[Any]) -> None:
+    async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
+        tg.start_soon(tracker.consume, feed)
+        await runner.run(tracker)
+
+
+def steady_phase(
+    backend: str, levels: tuple[int, ...], seconds: float, rate: float
+) -> list[dict[str, Any]]:
+    """Every level with the default collector and with :func:`recommended_gc`, each beside
+    its sources-only baseline (same collector setting)."""
+    rows: list[dict[str, Any]] = []
+    for level in levels:
+        for setting, apply in (("default", default_gc), ("recommended", recommended_gc)):
+            apply()
+            base = anyio.run(run_level, level, seconds, rate, False, backend=backend)
+            apply()
+            lib = anyio.run(run_level, level, seconds, rate, True, backend=backend)
+            rows.append(
+                {
+                    "backend": backend,
+                    "turns": level,
+                    "gc": setting,
+                    "library": lib,
+                    "baseline": base,
+                    "extra_cpu_us_per_item": lib["cpu_us_per_item"] - base["cpu_us_per_item"],
+                    "keeps_up": lib["items_per_s"] >= 0.9 * level * rate,
+                }
+            )
+    default_gc()
+    rows.append({"backend": backend, "memory": anyio.run(memory, 200, backend=backend)})
+    return rows
+
+
+def report(rows: list[dict[str, Any]], out: Any) -> None:
+    """Print the steady-load table (one row per backend, level and collector setting)."""
+    print("\n== steady load: turns back to back, 3 calls x ~120 B in 8-byte fragments,", file=out)
+    print("   50 items/s per turn in reads of 1-6 items, one eager tool", file=out)
+    head = "backend  turns  gc           items/s   p50 ms   p99 ms   max ms  +cpu us/item"
+    print(head + "  gc pause ms  lag ms  keeps up", file=out)
+    for row in rows:
+        if "memory" in row:
+            mem = row["memory"]
+            print(
+                f"{row['backend']:<8} memory: {mem['idle_turn_bytes'] / 1024:.1f} KiB per idle"
+                f" turn, {mem['pending_call_bytes'] / 1024:.2f} KiB per pending call",
+                file=out,
+            )
+            continue
+        lib, lat = row["library"], row["library"]["latency"]
+        cells = [lat[k] for k in ("p50_ms", "p99_ms", "max_ms")]
+        shown = " ".join(f"{c:8.2f}" if c is not None else "       -" for c in cells)
+        print(
+            f"{row['backend']:<8} {row['turns']:>5}  {row['gc']:<11} {lib['items_per_s']:>8,.0f}"
+            f" {shown} {row['extra_cpu_us_per_item']:>13.1f} {lib['max_gc_pause_ms']:>12.1f}"
+            f" {lib['max_lag_ms']:>7.1f}  {'yes' if row['keeps_up'] else 'NO'}",
+            file=out,
+        )
