@@ -326,8 +326,11 @@ async def test_source_end_fails_pending_calls_and_unknown_ids() -> None:
         assert running_done.get().result == 42
         assert source.finalised
         # Waiting after the end behaves the same.
-        with pytest.raises(UnknownToolCall, match="'other'"):
+        with pytest.raises(UnknownToolCall, match="'other'") as raised:
             await tracker.wait_done("other")
+        # The message says what happened and names the fix.
+        assert "before a call with this id started" in str(raised.value)
+        assert "tracker.ready_calls()" in str(raised.value)
         with pytest.raises(ToolCallFailed):
             await tracker.wait_ready("pending")
 

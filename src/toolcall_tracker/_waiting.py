@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections import deque
-from typing import Final
+from typing import Any, Final
 
 import anyio
 import anyio.lowlevel
@@ -165,7 +165,7 @@ class Waiting(ChangeListener):
                 raise TrackerClosed(f"the tracker closed while waiting for call {call_id!r}")
             end = machine.end
             if call is None and end is not None:
-                raise UnknownToolCall(call_id, f"the turn ended ({end.reason or 'end'}) without it")
+                raise UnknownToolCall(call_id, _never_started(end))
             waiter = self._waiters.get(call_id)
             if waiter is None:
                 waiter = self._waiters[call_id] = Waiter()
@@ -301,3 +301,14 @@ class ReadyCalls:
                 waiting.forget_iterator(self)
                 raise StopAsyncIteration
             await waiting.stream_wakeup().wait()
+
+
+def _never_started(end: Any) -> str:
+    """Why a waited-for id is unknown once the turn has ended, and what to do instead."""
+    how = "normally" if end.ok else "not ok"
+    reason = f" ({end.reason})" if end.reason else ""
+    return (
+        f"the turn ended {how}{reason} before a call with this id started. Check the id "
+        "against the calls the model made (tracker.list()), or iterate "
+        "tracker.ready_calls() instead of waiting for an id chosen in advance"
+    )
