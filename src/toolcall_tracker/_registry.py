@@ -45,6 +45,17 @@ def has_field(item: Any, key: str) -> bool:
     return not isinstance(item, str | bytes) and hasattr(item, key)
 
 
+def first(items: Any) -> Any:
+    """The first element of a list (of a chunk's ``choices``, a response's
+    ``candidates``), else ``None``."""
+    return items[0] if isinstance(items, list) and items else None
+
+
+def text_field(value: Any) -> str | None:
+    """``value`` if it is a non-empty string, else ``None`` (what a ``text_of`` returns)."""
+    return value if isinstance(value, str) and value else None
+
+
 def type_in(names: frozenset[str]) -> Callable[[Any], bool]:
     """A recognition: the item's ``type`` is one of ``names``."""
 
@@ -87,6 +98,8 @@ class Provider:
         extra: the pip extra that installs its SDK, or ``None``.
         lines: its items are text lines (a line protocol), not JSON objects.
         rank: where it is listed (lower first): ``--format``, recognition order.
+        text_of: the model's text in one item (a text delta), or ``None`` when the item
+            carries none; ``None`` for a format without text. It must never raise.
     """
 
     format: str
@@ -101,6 +114,7 @@ class Provider:
     extra: str | None = None
     lines: bool = False
     rank: int = 50
+    text_of: Callable[[Any], str | None] | None = None
     _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property

@@ -9,9 +9,10 @@ while it writes one line per item::
 
 ``t`` is seconds since the first item (so the model's latency before it is not recorded).
 An item's wire JSON is what the provider sent: a ``dict`` as it is, an SDK object (the
-``openai``, ``anthropic``, ``google-genai`` pydantic models) as its ``model_dump(mode="json",
-by_alias=True, exclude_unset=True)``, anything else by the library's JSON output rules (NaN
-as ``null``, lone surrogates as U+FFFD: a recording never fails to write).
+``openai``, ``anthropic``, ``google-genai`` pydantic models) as its
+``model_dump(by_alias=True, exclude_unset=True)`` with bytes in standard base64 (see
+:func:`wire_json`), anything else by the library's JSON output rules (NaN as ``null``,
+lone surrogates as U+FFFD: a recording never fails to write).
 
 - **Size cap.** The file never grows past ``max_bytes``: the item that would cross it is
   not written, and a last line ``{"truncated": true, "t": ..., "items": n, "max_bytes": m}``
@@ -31,6 +32,7 @@ logging's.
 
 from __future__ import annotations
 
+import base64
 import inspect
 import json
 import os
@@ -231,14 +233,32 @@ class _Writer:
 
 def wire_json(item: Any) -> Any:
     """An item's wire JSON: a mapping as it is, an SDK (pydantic) object as the JSON it was
-    parsed from (by alias, unset fields left out), anything else by the output rules."""
+    parsed from (by alias, unset fields left out), anything else by the output rules.
+
+    An SDK object is dumped in Python mode, quietly (the SDKs' streams build their objects
+    without validation, so a newer event's fields do not fit the declared types and
+    pydantic would warn on every item), and its bytes are written as standard base64, as
+    the providers send them (google-genai's JSON mode writes the URL-safe alphabet: a
+    Gemini ``thoughtSignature`` would not be the one received)."""
     dump = getattr(item, "model_dump", None)
     if callable(dump) and not isinstance(item, type):
         try:
-            return _jsonable(dump(mode="json", by_alias=True, exclude_unset=True))
+            data = dump(mode="python", by_alias=True, exclude_unset=True, warnings=False)
+            return _jsonable(_base64_bytes(data))
         except Exception:
             pass
     return _jsonable(item)
+
+
+def _base64_bytes(data: Any) -> Any:
+    """``data`` (a model's Python dump) with every ``bytes`` value as standard base64."""
+    if isinstance(data, bytes | bytearray):
+        return base64.b64encode(data).decode("ascii")
+    if isinstance(data, dict):
+        return {key: _base64_bytes(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_base64_bytes(value) for value in data]
+    return data
 
 
 def _line(value: Any) -> str:

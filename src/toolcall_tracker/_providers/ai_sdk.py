@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registry import Provider, item_field, or_type
+from .._registry import Provider, item_field, or_type, text_field
 
 _PREFIXES = (
     "tool-input-",
@@ -25,6 +25,13 @@ def recognise(item: Any) -> bool:
     return isinstance(kind, str) and (kind.startswith(_PREFIXES) or kind in _TYPES)
 
 
+def text_of(item: Any) -> str | None:
+    """The ``delta`` of a ``text-delta`` part."""
+    if item_field(item, "type") != "text-delta":
+        return None
+    return text_field(item_field(item, "delta"))
+
+
 PROVIDER = Provider(
     format="ai-sdk",
     title="AI SDK UI message stream parts",
@@ -32,5 +39,6 @@ PROVIDER = Provider(
     recognise=recognise,
     understands=or_type(recognise, "start", "error"),  # names the seed events share
     adapter=".adapters.ai_sdk:AISDKAdapter",
+    text_of=text_of,
     rank=50,
 )

@@ -38,7 +38,7 @@ import logging
 import re
 from typing import Any, Final
 
-from .._registry import Provider
+from .._registry import Provider, text_field
 from ..adapters.ai_sdk import AISDKAdapter
 
 logger: Final = logging.getLogger("toolcall_tracker.adapters")
@@ -130,6 +130,18 @@ def recognise(item: Any) -> bool:
     return split is not None and split[1][:1] in ('"', "{", "[")
 
 
+def text_of(item: Any) -> str | None:
+    """The text of a ``0:`` line (a JSON string)."""
+    split = _split(item)
+    if split is None or split[0] != "0":
+        return None
+    try:
+        value = json.loads(split[1])
+    except (ValueError, RecursionError):
+        return None
+    return text_field(value)
+
+
 PROVIDER = Provider(
     format="ai-sdk-v4",
     title="AI SDK v4 data stream lines",
@@ -137,5 +149,6 @@ PROVIDER = Provider(
     recognise=recognise,
     adapter="._providers.ai_sdk_v4:AISDKDataStreamAdapter",
     lines=True,
+    text_of=text_of,
     rank=55,
 )

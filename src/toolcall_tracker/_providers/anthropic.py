@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .._registry import Provider, or_type, type_in
+from typing import Any
+
+from .._registry import Provider, item_field, or_type, text_field, type_in
 
 _TYPES = frozenset(
     {
@@ -21,6 +23,16 @@ recognise = type_in(_TYPES)
 """An event of one of the Messages stream's ``type`` names."""
 
 
+def text_of(item: Any) -> str | None:
+    """The ``text`` of a ``content_block_delta`` whose delta is a ``text_delta``."""
+    if item_field(item, "type") != "content_block_delta":
+        return None
+    delta = item_field(item, "delta")
+    if item_field(delta, "type") != "text_delta":
+        return None
+    return text_field(item_field(delta, "text"))
+
+
 PROVIDER = Provider(
     format="anthropic",
     title="Anthropic events",
@@ -31,5 +43,6 @@ PROVIDER = Provider(
     tools=".tools:anthropic_tools",
     messages=".feedback:anthropic_messages",
     extra="anthropic",
+    text_of=text_of,
     rank=30,
 )

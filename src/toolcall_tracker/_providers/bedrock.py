@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .._registry import Provider, any_field
+from typing import Any
+
+from .._registry import Provider, any_field, item_field, text_field
 
 _KEYS = (
     "messageStart",
@@ -17,6 +19,12 @@ recognise = any_field(_KEYS)
 """An event dict keyed by its event type (``contentBlockDelta``...)."""
 
 
+def text_of(item: Any) -> str | None:
+    """The ``text`` of a ``contentBlockDelta`` event's delta."""
+    delta = item_field(item_field(item, "contentBlockDelta"), "delta")
+    return text_field(item_field(delta, "text"))
+
+
 PROVIDER = Provider(
     format="bedrock",
     title="Bedrock Converse events",
@@ -26,5 +34,6 @@ PROVIDER = Provider(
     tools=".tools:bedrock_tools",
     messages=".feedback:bedrock_messages",
     extra="bedrock",
+    text_of=text_of,
     rank=60,
 )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .._registry import Provider, type_in
+from typing import Any
+
+from .._registry import Provider, item_field, text_field, type_in
 
 _TYPES = frozenset(
     {
@@ -25,6 +27,14 @@ recognise = type_in(_TYPES)
 """An event of one of the v2 chat stream's ``type`` names."""
 
 
+def text_of(item: Any) -> str | None:
+    """The ``delta.message.content.text`` of a ``content-delta`` event."""
+    if item_field(item, "type") != "content-delta":
+        return None
+    message = item_field(item_field(item, "delta"), "message")
+    return text_field(item_field(item_field(message, "content"), "text"))
+
+
 PROVIDER = Provider(
     format="cohere",
     title="Cohere v2 events",
@@ -34,5 +44,6 @@ PROVIDER = Provider(
     tools=".tools:cohere_tools",
     messages=".feedback:cohere_messages",
     extra="cohere",
+    text_of=text_of,
     rank=70,
 )

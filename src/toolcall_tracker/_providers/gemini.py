@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registry import Provider, any_field, has_field
+from .._registry import Provider, any_field, first, has_field, item_field, text_field
 
 _KEYS = ("candidates", "promptFeedback", "prompt_feedback", "usageMetadata", "usage_metadata")
 
@@ -18,6 +18,15 @@ def understands(item: Any) -> bool:
     return recognise(item) or has_field(item, "error")
 
 
+def text_of(item: Any) -> str | None:
+    """The first candidate's text parts, joined (thought summaries left out)."""
+    parts = item_field(item_field(first(item_field(item, "candidates")), "content"), "parts")
+    if not isinstance(parts, list):
+        return None
+    texts = [item_field(part, "text") for part in parts if not item_field(part, "thought")]
+    return text_field("".join(text for text in texts if isinstance(text, str)))
+
+
 PROVIDER = Provider(
     format="gemini",
     title="Gemini response chunks",
@@ -28,5 +37,6 @@ PROVIDER = Provider(
     tools=".tools:gemini_tools",
     messages=".feedback:gemini_contents",
     extra="gemini",
+    text_of=text_of,
     rank=40,
 )

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._registry import Provider, has_field, item_field
+from .openai_chat import text_of as _chunk_text
 
 
 def recognise(item: Any) -> bool:
@@ -22,6 +23,12 @@ def recognise(item: Any) -> bool:
     return isinstance(item_field(data, "choices"), list)
 
 
+def text_of(item: Any) -> str | None:
+    """The text of the wrapped chunk (``data``), or of a bare Chat Completions chunk."""
+    data = item_field(item, "data")
+    return _chunk_text(item if data is None else data)
+
+
 PROVIDER = Provider(
     format="mistral",
     title="Mistral completion events",
@@ -32,5 +39,6 @@ PROVIDER = Provider(
     tools=".tools:openai_chat_tools",
     messages=".feedback:openai_chat_messages",
     extra="mistral",
+    text_of=text_of,
     rank=90,
 )

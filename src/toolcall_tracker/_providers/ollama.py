@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registry import Provider, has_field, item_field
+from .._registry import Provider, has_field, item_field, text_field
+from .openai_chat import text_of as _chunk_text
 
 
 def recognise(item: Any) -> bool:
@@ -16,6 +17,14 @@ def recognise(item: Any) -> bool:
     return isinstance(item_field(item, "done"), bool) and (
         has_field(item, "created_at") or has_field(item, "message")
     )
+
+
+def text_of(item: Any) -> str | None:
+    """A native line's ``message.content``, or a ``/v1`` chunk's text."""
+    message = item_field(item, "message")
+    if message is None:
+        return _chunk_text(item)
+    return text_field(item_field(message, "content"))
 
 
 PROVIDER = Provider(
@@ -28,5 +37,6 @@ PROVIDER = Provider(
     tools=".tools:openai_chat_tools",
     messages=".feedback:ollama_messages",
     extra="ollama",
+    text_of=text_of,
     rank=80,
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registry import Provider, item_field, or_type
+from .._registry import Provider, first, item_field, or_type, text_field
 
 
 def recognise(item: Any) -> bool:
@@ -17,6 +17,12 @@ def recognise(item: Any) -> bool:
         isinstance(item_field(item, "choices"), list)
         or item_field(item, "object") == "chat.completion.chunk"
     )
+
+
+def text_of(item: Any) -> str | None:
+    """The first choice's ``delta.content``."""
+    delta = item_field(first(item_field(item, "choices")), "delta")
+    return text_field(item_field(delta, "content"))
 
 
 PROVIDER = Provider(
@@ -29,5 +35,6 @@ PROVIDER = Provider(
     tools=".tools:openai_chat_tools",
     messages=".feedback:openai_chat_messages",
     extra="openai",
+    text_of=text_of,
     rank=10,
 )

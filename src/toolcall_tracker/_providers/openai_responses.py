@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._registry import Provider, item_field, or_type
+from .._registry import Provider, item_field, or_type, text_field
 
 
 def recognise(item: Any) -> bool:
     """An event whose ``type`` starts with ``response.``."""
     kind = item_field(item, "type")
     return isinstance(kind, str) and kind.startswith("response.")
+
+
+def text_of(item: Any) -> str | None:
+    """The ``delta`` of a ``response.output_text.delta`` event."""
+    if item_field(item, "type") != "response.output_text.delta":
+        return None
+    return text_field(item_field(item, "delta"))
 
 
 PROVIDER = Provider(
@@ -23,5 +30,6 @@ PROVIDER = Provider(
     tools=".tools:openai_responses_tools",
     messages=".feedback:openai_responses_items",
     extra="openai",
+    text_of=text_of,
     rank=20,
 )

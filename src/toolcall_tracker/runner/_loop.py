@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from .._jsonout import _jsonable
 from .._registry import get as _provider
+from .._sources import close_source
 from ..calls import Status, ToolCall
 from ..events import End
 from ..feedback import provider_messages
@@ -51,6 +52,9 @@ StopReason: TypeAlias = Literal[
     "cut_off", "pending_approvals", "max_steps", "condition", "no_tool_calls"
 ]
 """Why a loop stopped, in order of precedence (see :class:`ToolLoop`)."""
+
+TextCallback: TypeAlias = Callable[[int, str], Any]
+"""``on_text(step_index, text)``: one text delta of the model (may return an awaitable)."""
 
 StepFunction: TypeAlias = Callable[[list[Any]], Any]
 """``step(messages)``: the provider's stream for these messages (an async iterable, or an
@@ -107,9 +111,7 @@ class ToolLoop:
 
     Args:
         step: ``step(messages)`` returns the provider's stream for ``messages`` (or an
-            awaitable of it). To forward the model's text, pass the stream through a
-            generator that sends it on the side (the docs' "Text passthrough"): the loop
-            hands every item to the adapter unchanged.
+            awaitable of it). The loop hands every item to the adapter unchanged.
         provider: the provider's format name in the registry (``"openai-chat"``,
             ``"anthropic"``, ``"gemini"``...): its adapter reads the streams and its
             feedback builder writes the next messages.
@@ -118,10 +120,17 @@ class ToolLoop:
         max_steps: at most this many steps per :meth:`steps` / :meth:`run` call (>= 1).
         stop_when: stop after a step when this returns true (checked after ``max_steps``).
         deps: passed to the tools' ``ToolContext`` (see ``ToolRunner.run``).
+        on_text: ``on_text(step_index, text)`` (sync, or async and awaited) is called with
+            each text delta of the model as its item arrives, before the item reaches
+            the adapter; nothing is buffered. Keep it quick (hand the text to a bounded
+            memory stream, a websocket...): the stream waits for it, and so does the
+            head start of the calls behind it. What exception it raises ends the step as
+            the stream's own would (see ``run_turn``). The text is not fed back: the
+            feedback builders write the calls' assistant message without it.
 
     Raises:
-        ValueError: unknown provider, one without an adapter or feedback builder, or
-            ``max_steps`` below 1.
+        ValueError: unknown provider, one without an adapter or feedback builder,
+            ``max_steps`` below 1, or ``on_text`` for a format without text.
     """
 
     def __init__(
@@ -133,6 +142,7 @@ class ToolLoop:
         max_steps: int = 10,
         stop_when: Callable[[LoopStep], bool] | None = None,
         deps: Any = None,
+        on_text: TextCallback | None = None,
     ) -> None:
         found = _provider(provider)
         if found.adapter is None or found.messages is None:
@@ -142,6 +152,10 @@ class ToolLoop:
             )
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be an int >= 1, not {max_steps!r}")
+        if on_text is not None and found.text_of is None:
+            raise ValueError(f"the {provider} format has no text: on_text cannot be used")
+        self._text_of = found.text_of if on_text is not None else None
+        self._on_text = on_text
         self._step = step
         self._provider = provider
         self._adapter_class = found.load("adapter")
@@ -195,7 +209,7 @@ class ToolLoop:
             self.state = state
         for taken in range(1, self._max_steps + 1):
             index = state.steps
-            calls, end, pending = await self._one_step(state.messages)
+            calls, end, pending = await self._one_step(index, state.messages)
             stopped: StopReason | None = None
             if end is None or not end.ok:
                 stopped = "cut_off"  # its gated tools never ran; nothing is fed back
@@ -229,11 +243,14 @@ class ToolLoop:
     # -- one step -------------------------------------------------------------------------
 
     async def _one_step(
-        self, messages: list[Any]
+        self, index: int, messages: list[Any]
     ) -> tuple[list[ToolCall], End | None, PendingApprovals | None]:
         stream = self._step(list(messages))
         if inspect.isawaitable(stream):
             stream = await stream
+        iterable = hasattr(stream, "__aiter__") or hasattr(stream, "__iter__")
+        if self._text_of is not None and iterable:  # else adapt names the fix
+            stream = self._passing_text(index, stream)
         control = RunControl(defer_approvals=True)
         from ..adapters import adapt
 
@@ -242,6 +259,29 @@ class ToolLoop:
             calls = await run_turn(tracker, source, self._runner, control=control, deps=self._deps)
             end = tracker.end
         return calls, end, control.pending
+
+    async def _passing_text(self, index: int, stream: Any) -> AsyncIterator[Any]:
+        """``stream``'s items, unchanged, each text delta handed to ``on_text`` first.
+
+        A synchronous stream is read in its worker thread (as ``adapt`` would); the stream
+        is closed when this generator is, however it stops (``close_source``)."""
+        text_of, on_text = self._text_of, self._on_text
+        assert text_of is not None  # only wrapped with both
+        assert on_text is not None
+        if not hasattr(stream, "__aiter__"):
+            from .._syncstream import SyncStream
+
+            stream = SyncStream(stream)
+        try:
+            async for item in stream:
+                text = text_of(item)
+                if text is not None:
+                    sent = on_text(index, text)
+                    if inspect.isawaitable(sent):
+                        await sent
+                yield item
+        finally:
+            await close_source(stream)
 
     def _fed_back(self, state: LoopState, calls: list[ToolCall]) -> LoopState:
         """``state`` with the step's calls and results appended to its messages."""
