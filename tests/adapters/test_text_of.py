@@ -9,11 +9,11 @@ import warnings
 from typing import Any
 
 import pytest
-from _typed import typed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_real_streams import RECORDED, load_items, recordings
 
+from _typed import typed
 from toolcall_tracker._registry import get, providers
 
 TEXT_FORMATS = [provider.format for provider in providers() if provider.text_of is not None]
