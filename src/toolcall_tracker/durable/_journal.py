@@ -15,7 +15,8 @@ record kind     data (JSON)
                 starts only after both
 ``outcome``     ``{"id", "kind", "result" | "failure"}``: how a claimed call's tool ended
 ``runner``      ``{"id", "from", "to", "event"}``: a transition in the runner's table, from
-                its listener hook (approvals and denials among them)
+                its listener hook (approvals and denials among them); an approval with
+                edited arguments also has ``"arguments"`` (JSON, the output rule)
 ==============  ==========================================================================
 
 Results and errors are written under the library's one output rule (NaN as ``null``, lone
@@ -136,17 +137,28 @@ class _RunnerRecorder(RunnerListener):
     (committed with the next claim, so an approval is durable before its tool starts),
     then tells the application's own listener, if any."""
 
-    __slots__ = ("_journal", "_next", "_turn")
+    __slots__ = ("_control", "_journal", "_next", "_turn")
 
-    def __init__(self, journal: Journal, turn_id: str, then: RunnerListener | None) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        turn_id: str,
+        then: RunnerListener | None,
+        control: RunControl | None = None,
+    ) -> None:
         self._journal = journal
         self._turn = turn_id
         self._next = then
+        self._control = control  # where the edited arguments of an approval are
 
     def transition(
         self, call_id: str, before: RunnerState, after: RunnerState, event: RunnerEvent
     ) -> None:
         data = {"id": call_id, "from": before.value, "to": after.value, "event": event.value}
+        if event is RunnerEvent.APPROVED and self._control is not None:
+            edited = self._control.edited.get(call_id)
+            if edited is not None:  # the tool runs with these: a restore must too
+                data["arguments"] = _jsonable(edited)
         self._journal.append(self._turn, "runner", data)
         if self._next is not None:
             self._next.transition(call_id, before, after, event)
@@ -264,6 +276,6 @@ class DurableTurn:
         return await runner.run(
             self.tracker,
             control=control,
-            listener=_RunnerRecorder(self.journal, self.turn_id, listener),
+            listener=_RunnerRecorder(self.journal, self.turn_id, listener, control),
             start_guard=self.guard(runner),
         )
