@@ -5,8 +5,9 @@ Theory of operation. A turn's journal is its input, in order, keyed by a turn id
 ==============  ==========================================================================
 record kind     data (JSON)
 ==============  ==========================================================================
-``limits``      the first record: ``{"limits": {...}}``, the turn's
-                :class:`~toolcall_tracker.Limits`
+``limits``      the first record: ``{"limits": {...}, "keep_finished": n}``, the turn's
+                :class:`~toolcall_tracker.Limits` and its tracker's ``keep_finished``
+                (``null``: every call kept; absent in journals written before 0.2.0)
 ``events``      stream events, as read from the machine's change feed: ``["s", id,
                 name]`` start, ``["d", id, text]`` delta, ``["r", id]`` ready, ``["R",
                 id, result]`` result, ``["E", id, error]`` error, ``["e", ok, reason]`` end
@@ -242,7 +243,11 @@ class DurableTurn:
                     f"turn {self.turn_id!r} is already in the journal: use a new turn id, "
                     "or restore() it to finish it"
                 )
-            head = {"limits": dataclasses.asdict(self.tracker.machine.limits)}
+            tracker = self.tracker
+            head = {
+                "limits": dataclasses.asdict(tracker.limits),
+                "keep_finished": tracker.keep_finished,
+            }
             self.journal.append(self.turn_id, "limits", head)
             await self.journal.commit()
         self.tracker.subscribe(self._recorder, fragments=True)

@@ -1,7 +1,8 @@
 """Restore a journaled turn in another process, and finish it there.
 
 Theory of operation. :func:`restore` reads the turn's records and replays them into a
-fresh tracker built under the turn's own ``Limits`` (the first record): the machine is
+fresh tracker built under the turn's own ``Limits`` and ``keep_finished`` (the first
+record): the machine is
 deterministic, so the calls come back exactly as the first process had them, with the
 results and errors it recorded (failures as their own classes, by ``kind``). Outcomes
 that were journaled but whose event did not make it (the process died in between) are
@@ -91,8 +92,9 @@ async def restore(journal: Journal, turn_id: str) -> RestoredTurn:
     records = await journal.read(turn_id)
     if not records or records[0].kind != "limits":
         raise DurableError(f"the journal has no turn {turn_id!r} (no limits record first)")
-    limits = Limits(**records[0].data["limits"])
-    tracker = ToolCallTracker(limits=limits)
+    head = records[0].data
+    limits = Limits(**head["limits"])
+    tracker = ToolCallTracker(limits=limits, keep_finished=head.get("keep_finished"))
     claimed: set[str] = set()
     decisions: dict[str, bool] = {}
     edited: dict[str, Any] = {}
