@@ -17,8 +17,9 @@ now is journaled as well):
   in the store first: a call the first process finished is ended with its recorded
   outcome; one it claimed and is (still) running is waited for, bounded, while its lease
   is renewed; one whose lease ran out with no outcome is in doubt and ends
-  ``outcome_in_doubt``, never run again, unless its tool is ``idempotent=True``; a call
-  nobody claimed runs (nothing of it ran before);
+  ``outcome_in_doubt``, never run again, unless its tool is ``idempotent=True`` or the
+  journal proves its tool never started (fenced claims, no ``start``: see
+  :mod:`._journal`); a call nobody claimed runs (nothing of it ran before);
 - a call whose approval (or denial) the runner journaled gets the same decision again,
   preset on the ``control`` (:meth:`RunControl.preset`, in-process or deferring alike),
   an approval with the edited arguments it was journaled with (never the model's); only
