@@ -359,3 +359,39 @@ async def test_journal_and_store_close_off_the_event_loop(
             await journaled_turn(journal, store, Tools(), stream())
         with SQLiteJournal(db) as again:
             assert (await again.read("turn-1"))[0].kind == "limits"
+
+
+@pytest.mark.parametrize("keep", [None, 0, 1])
+async def test_keep_finished_is_journaled_with_the_limits_and_restored(
+    tmp_path: Path, anyio_backend: str, keep: int | None
+) -> None:
+    db = tmp_path / "j.db"
+    limits = Limits(max_calls=7)
+    with anyio.fail_after(DEADLINE), SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
+        tracker = ToolCallTracker(limits=limits, keep_finished=keep)
+        async with (
+            DurableTurn(journal, "turn-1", tracker, store=store) as turn,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(tracker.consume, from_list(stream()))
+            calls = await turn.run(Tools().runner)
+        head = (await journal.read("turn-1"))[0]
+        restored = await restore(journal, "turn-1")
+    assert head.data["keep_finished"] == keep
+    assert restored.tracker.keep_finished == keep
+    assert restored.tracker.limits == limits
+    assert len(calls) == (3 if keep is None else keep)
+    same(restored.tracker.list(), calls)  # the same calls forgotten, the same kept
+
+
+async def test_a_limits_record_without_keep_finished_restores_keeping_every_call(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    with anyio.fail_after(DEADLINE), SQLiteJournal(tmp_path / "j.db") as journal:
+        journal.append("old", "limits", {"limits": {"max_calls": 3}})  # an older journal
+        journal.append_event("old", ["s", "c1", "lookup"])
+        await journal.commit()
+        restored = await restore(journal, "old")
+    assert restored.tracker.keep_finished is None
+    assert restored.tracker.limits.max_calls == 3
+    assert [c.id for c in restored.tracker.list()] == ["c1"]

@@ -89,6 +89,7 @@ class ToolCallTracker:
         self._waiting = waiting = Waiting(machine)
         machine.subscribe(waiting)  # first: waiters learn of a change before anybody else
         self._skip_invalid = skip_invalid
+        self._keep_finished = keep_finished
         self._consumers: set[anyio.CancelScope] = set()
 
     # -- the machine ------------------------------------------------------------------
@@ -179,6 +180,11 @@ class ToolCallTracker:
     def limits(self) -> Limits:
         """The limits this tracker's machine enforces."""
         return self._machine.limits
+
+    @property
+    def keep_finished(self) -> int | None:
+        """How many finished calls this tracker keeps (``None``: every call)."""
+        return self._keep_finished
 
     @property
     def end(self) -> End | None:

@@ -5,17 +5,22 @@ Theory of operation. A turn's journal is its input, in order, keyed by a turn id
 ==============  ==========================================================================
 record kind     data (JSON)
 ==============  ==========================================================================
-``limits``      the first record: ``{"limits": {...}}``, the turn's
-                :class:`~toolcall_tracker.Limits`
+``limits``      the first record: ``{"limits": {...}, "keep_finished": n}``, the turn's
+                :class:`~toolcall_tracker.Limits` and its tracker's ``keep_finished``
+                (``null``: every call kept; absent in journals written before 0.2.0)
 ``events``      stream events, as read from the machine's change feed: ``["s", id,
                 name]`` start, ``["d", id, text]`` delta, ``["r", id]`` ready, ``["R",
                 id, result]`` result, ``["E", id, error]`` error, ``["e", ok, reason]`` end
-``claim``       ``{"id", "tool"}``: the call is being claimed (committed before the
-                store is asked, so a store claim always has its record); its tool
-                starts only after both
+``claim``       ``{"id", "tool", "fenced"}``: the call is being claimed (committed before
+                the store is asked, so a store claim always has its record); its tool
+                starts only after both. ``fenced``: the claimer confirms its claim
+                after journaling ``start`` (a store with ``confirm``)
+``start``       ``{"id"}``: the claimed call's tool starts (committed, then the claim
+                confirmed, before the tool's first line runs)
 ``outcome``     ``{"id", "kind", "result" | "failure"}``: how a claimed call's tool ended
 ``runner``      ``{"id", "from", "to", "event"}``: a transition in the runner's table, from
-                its listener hook (approvals and denials among them)
+                its listener hook (approvals and denials among them); an approval with
+                edited arguments also has ``"arguments"`` (JSON, the output rule)
 ==============  ==========================================================================
 
 Results and errors are written under the library's one output rule (NaN as ``null``, lone
@@ -27,7 +32,17 @@ synchronous), so the stream never waits for the disk: a journal commits them fro
 writer thread, either each at once or batched every N ms (its durability level). Claims
 and outcomes are different: :class:`DurableTurn`'s start guard appends the claim and
 *awaits the commit* of everything appended so far before the tool starts, and awaits the
-outcome's commit after the tool ended. A journal that failed once raises
+outcome's commit after the tool ended.
+
+Claimed but never started. With a store that can ``confirm`` a claim (SQLite's), the
+guard, once the store gave it the call, commits a ``start`` record and then confirms the
+claim (still its own: not taken over) before the tool starts. A restore that finds a call
+in doubt (lease expired, no outcome) whose claims were all fenced takes the call over
+only if the journal has no ``start`` for it, and reads the journal again after taking it
+over: a tool that started had its ``start`` committed before its claimer's confirmation,
+which came before the take-over (or the confirmation fails and the tool does not start),
+so a ``start`` missing after the take-over proves the tool never ran and never will there.
+Then the call runs. Any other call in doubt stays in doubt. A journal that failed once raises
 :class:`DurableError` from every later ``append``: the machine re-raises it from the
 ``apply`` that caused it, and no claim commits, so no tool starts.
 """
@@ -44,8 +59,10 @@ from ..calls import Status, ToolCall
 from ..changes import ChangeListener
 from ..errors import CallFailure
 from ..events import End
+from ..failures import OutcomeInDoubt
 from ..runner import (
     CallOutcome,
+    Claim,
     GuardOutcome,
     OutcomeStore,
     RunControl,
@@ -136,40 +153,117 @@ class _RunnerRecorder(RunnerListener):
     (committed with the next claim, so an approval is durable before its tool starts),
     then tells the application's own listener, if any."""
 
-    __slots__ = ("_journal", "_next", "_turn")
+    __slots__ = ("_control", "_journal", "_next", "_turn")
 
-    def __init__(self, journal: Journal, turn_id: str, then: RunnerListener | None) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        turn_id: str,
+        then: RunnerListener | None,
+        control: RunControl | None = None,
+    ) -> None:
         self._journal = journal
         self._turn = turn_id
         self._next = then
+        self._control = control  # where the edited arguments of an approval are
 
     def transition(
         self, call_id: str, before: RunnerState, after: RunnerState, event: RunnerEvent
     ) -> None:
         data = {"id": call_id, "from": before.value, "to": after.value, "event": event.value}
+        if event is RunnerEvent.APPROVED and self._control is not None:
+            edited = self._control.edited.get(call_id)
+            if edited is not None:  # the tool runs with these: a restore must too
+                data["arguments"] = _jsonable(edited)
         self._journal.append(self._turn, "runner", data)
         if self._next is not None:
             self._next.transition(call_id, before, after, event)
 
 
+@runtime_checkable
+class _Fenced(Protocol):
+    """A store whose claims can be confirmed (and taken over): SQLite's."""
+
+    async def confirm(self, key: str) -> bool: ...
+
+    async def take_over(self, key: str, *, expires_at: datetime) -> Claim: ...
+
+
 class _JournalGuard:
     """The start guard of a durable turn: claim in the journal, then in the store (both
-    committed) before the tool starts; record the outcome in both after it ended."""
+    committed), journal the start and confirm the claim, before the tool starts; record
+    the outcome in both after it ended."""
 
-    __slots__ = ("_journal", "_store", "_turn")
+    __slots__ = ("_expires_at", "_fenced", "_journal", "_store", "_turn")
 
-    def __init__(self, journal: Journal, turn_id: str, store: StoreGuard) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        turn_id: str,
+        store: StoreGuard,
+        raw: OutcomeStore,
+        expires_at: datetime,
+    ) -> None:
         self._journal = journal
         self._turn = turn_id
         self._store = store
+        self._fenced = raw if isinstance(raw, _Fenced) else None
+        self._expires_at = expires_at
 
     async def claim(self, call: ToolCall) -> GuardOutcome | None:
         # The claim is journaled (with the stream so far) before the store is asked, so
         # every claim in the store has its record: a restore knows which calls may have
         # run. A journal that cannot commit raises here: the tool does not start.
-        self._journal.append(self._turn, "claim", {"id": call.id, "tool": call.name})
+        fenced = self._fenced is not None
+        self._journal.append(
+            self._turn, "claim", {"id": call.id, "tool": call.name, "fenced": fenced}
+        )
         await self._journal.commit()
-        return await self._store.claim(call)  # a GuardOutcome: finished elsewhere
+        outcome = await self._store.claim(call)  # a GuardOutcome: finished elsewhere
+        if outcome is not None:
+            if not isinstance(outcome.failure, OutcomeInDoubt):
+                return outcome
+            if not await self._take_over_unstarted(call, outcome.failure):
+                return outcome
+        await self._start(call)
+        return None
+
+    async def _start(self, call: ToolCall) -> None:
+        """Journal the start (committed), then confirm the claim: only then the tool runs."""
+        self._journal.append(self._turn, "start", {"id": call.id})
+        await self._journal.commit()
+        fenced = self._fenced
+        if fenced is not None and not await fenced.confirm(self._store.key(call.id)):
+            raise DurableError(
+                f"the claim of call {call.id!r} was taken over by another process before "
+                "its tool started: it did not start here"
+            )
+
+    async def _take_over_unstarted(self, call: ToolCall, doubt: CallFailure) -> bool:
+        """Take over a call in doubt that the journal proves never started (see the module
+        docs); ``True`` if this guard now holds it."""
+        fenced = self._fenced
+        if fenced is None or not await self._never_started(call.id):
+            return False
+        claim = await fenced.take_over(self._store.key(call.id), expires_at=self._expires_at)
+        if not claim.won:
+            return False
+        if await self._never_started(call.id):  # read again: after the take-over
+            return True
+        await self._store.record(call, None, doubt)  # it started after all: release it
+        return False
+
+    async def _never_started(self, call_id: str) -> bool:
+        """Whether the journal proves ``call_id``'s tool never started: every claim of it
+        fenced, and no ``start`` committed."""
+        fenced = False
+        for record in await self._journal.read(self._turn):
+            if record.kind not in ("claim", "start") or record.data.get("id") != call_id:
+                continue
+            if record.kind == "start" or not record.data.get("fenced"):
+                return False
+            fenced = True
+        return fenced
 
     async def record(self, call: ToolCall, result: Any, failure: CallFailure | None) -> None:
         try:
@@ -230,7 +324,11 @@ class DurableTurn:
                     f"turn {self.turn_id!r} is already in the journal: use a new turn id, "
                     "or restore() it to finish it"
                 )
-            head = {"limits": dataclasses.asdict(self.tracker.machine.limits)}
+            tracker = self.tracker
+            head = {
+                "limits": dataclasses.asdict(tracker.limits),
+                "keep_finished": tracker.keep_finished,
+            }
             self.journal.append(self.turn_id, "limits", head)
             await self.journal.commit()
         self.tracker.subscribe(self._recorder, fragments=True)
@@ -250,7 +348,7 @@ class DurableTurn:
         """The start guard for ``runner`` on this turn (``runner.run(start_guard=...)``)."""
         idempotent = frozenset(name for name, spec in runner.tools.items() if spec.idempotent)
         store = StoreGuard(self.store, self.turn_id, self._expires_at, idempotent)
-        return _JournalGuard(self.journal, self.turn_id, store)
+        return _JournalGuard(self.journal, self.turn_id, store, self.store, self._expires_at)
 
     async def run(
         self,
@@ -264,6 +362,6 @@ class DurableTurn:
         return await runner.run(
             self.tracker,
             control=control,
-            listener=_RunnerRecorder(self.journal, self.turn_id, listener),
+            listener=_RunnerRecorder(self.journal, self.turn_id, listener, control),
             start_guard=self.guard(runner),
         )

@@ -1,7 +1,8 @@
 """Restore a journaled turn in another process, and finish it there.
 
 Theory of operation. :func:`restore` reads the turn's records and replays them into a
-fresh tracker built under the turn's own ``Limits`` (the first record): the machine is
+fresh tracker built under the turn's own ``Limits`` and ``keep_finished`` (the first
+record): the machine is
 deterministic, so the calls come back exactly as the first process had them, with the
 results and errors it recorded (failures as their own classes, by ``kind``). Outcomes
 that were journaled but whose event did not make it (the process died in between) are
@@ -16,12 +17,14 @@ now is journaled as well):
   in the store first: a call the first process finished is ended with its recorded
   outcome; one it claimed and is (still) running is waited for, bounded, while its lease
   is renewed; one whose lease ran out with no outcome is in doubt and ends
-  ``outcome_in_doubt``, never run again, unless its tool is ``idempotent=True``; a call
-  nobody claimed runs (nothing of it ran before);
-- a call whose approval (or denial) the runner journaled gets the same decision again
-  through the ``control`` (an in-process one; a deferring control asks again); the
-  undecided ones are asked for again: with ``RunControl(defer_approvals=True)`` they stay
-  pending.
+  ``outcome_in_doubt``, never run again, unless its tool is ``idempotent=True`` or the
+  journal proves its tool never started (fenced claims, no ``start``: see
+  :mod:`._journal`); a call nobody claimed runs (nothing of it ran before);
+- a call whose approval (or denial) the runner journaled gets the same decision again,
+  preset on the ``control`` (:meth:`RunControl.preset`, in-process or deferring alike),
+  an approval with the edited arguments it was journaled with (never the model's); only
+  the undecided ones are asked for again: with ``RunControl(defer_approvals=True)`` they
+  stay pending. Without a control, calls needing approval are denied (``no_approver``).
 """
 
 from __future__ import annotations
@@ -30,11 +33,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import anyio
-
 from ..calls import Status, ToolCall
 from ..limits import Limits
-from ..runner import CallOutcome, OutcomeStore, RunControl, RunnerEvent, ToolRunner
+from ..runner import (
+    CallOutcome,
+    OutcomeStore,
+    RunControl,
+    RunnerEvent,
+    ToolRunner,
+)
 from ..sink import EventSink
 from ..tracker import ToolCallTracker
 from ._journal import DEFAULT_KEY_TTL, DurableTurn, Journal
@@ -43,6 +50,7 @@ from ._sqlite import DurableError
 __all__ = ["RestoredTurn", "apply_events", "restore", "resume_turn"]
 
 INTERRUPTED = "interrupted"
+_DENIED_BEFORE = "denied before the turn was restored"
 _DECIDED = frozenset({RunnerEvent.APPROVED.value, RunnerEvent.DENIED.value})
 
 
@@ -60,6 +68,8 @@ class RestoredTurn:
             journaled outcome: the store decides, on resume, whether they ran.
         decisions: the approvals (``True``) and denials (``False``) the runner recorded,
             by call id.
+        edited: the edited arguments of the approvals that had some, by call id (as
+            journaled: JSON).
         records: how many records were read; ``last_seq`` the position of the last.
     """
 
@@ -69,6 +79,7 @@ class RestoredTurn:
     cut: bool
     claimed: frozenset[str]
     decisions: dict[str, bool]
+    edited: dict[str, Any]
     records: int
     last_seq: int
 
@@ -82,10 +93,12 @@ async def restore(journal: Journal, turn_id: str) -> RestoredTurn:
     records = await journal.read(turn_id)
     if not records or records[0].kind != "limits":
         raise DurableError(f"the journal has no turn {turn_id!r} (no limits record first)")
-    limits = Limits(**records[0].data["limits"])
-    tracker = ToolCallTracker(limits=limits)
+    head = records[0].data
+    limits = Limits(**head["limits"])
+    tracker = ToolCallTracker(limits=limits, keep_finished=head.get("keep_finished"))
     claimed: set[str] = set()
     decisions: dict[str, bool] = {}
+    edited: dict[str, Any] = {}
     outcomes: dict[str, CallOutcome] = {}
     for record in records[1:]:
         if record.kind == "events":
@@ -94,6 +107,8 @@ async def restore(journal: Journal, turn_id: str) -> RestoredTurn:
             claimed.add(record.data["id"])
         elif record.kind == "runner" and record.data["event"] in _DECIDED:
             decisions[record.data["id"]] = record.data["event"] == "approved"
+            if "arguments" in record.data:
+                edited[record.data["id"]] = record.data["arguments"]
         elif record.kind == "outcome":
             data = dict(record.data)
             outcomes[data.pop("id")] = CallOutcome.model_validate(data)
@@ -112,6 +127,7 @@ async def restore(journal: Journal, turn_id: str) -> RestoredTurn:
         tracker.end is None,
         frozenset(claimed),
         decisions,
+        edited,
         len(records),
         records[-1].seq,
     )
@@ -138,23 +154,11 @@ async def resume_turn(
     ) as turn:
         if tracker.end is None:
             tracker.write_end(False, INTERRUPTED)
-        if control is None or not restored.decisions or control.defer_approvals:
-            return await turn.run(runner, control=control)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_decide_again, control, restored.decisions)
-            calls = await turn.run(runner, control=control)
-            tg.cancel_scope.cancel()
-        return calls
-
-
-async def _decide_again(control: RunControl, decisions: dict[str, bool]) -> None:
-    """Apply the decisions the first process recorded to the calls that ask again."""
-    async for request in control.approval_requests():
-        approved = decisions.get(request.call_id)
-        if approved is True:
-            control.approve(request.call_id)
-        elif approved is False:
-            control.deny(request.call_id, "denied before the turn was restored")
+        if control is not None:
+            for call_id, approved in restored.decisions.items():
+                edited = restored.edited.get(call_id)
+                control.preset(call_id, approved, arguments=edited, reason=_DENIED_BEFORE)
+        return await turn.run(runner, control=control)
 
 
 def apply_events(sink: EventSink, items: list[Any]) -> None:

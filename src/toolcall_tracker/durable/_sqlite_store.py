@@ -153,6 +153,24 @@ class SQLiteOutcomeStore:
 
         return await self._db.call("taking over a call", go)
 
+    async def confirm(self, key: str) -> bool:
+        """Renew this store's lease on ``key`` now: ``True`` if it still holds the claim
+        (no outcome recorded, not taken over by another owner), else ``False``.
+
+        A durable turn confirms its claim after journaling that the tool starts and
+        before it does: a restore that took the call over after that, and then found no
+        start in the journal, knows the tool never started (and never will here)."""
+
+        def go(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE toolcall_outcomes SET lease_until = ? "
+                "WHERE key = ? AND owner = ? AND outcome IS NULL",
+                (self._clock() + self._lease, key, self.owner),
+            )
+            return cur.rowcount == 1
+
+        return await self._db.call("confirming a claim", go)
+
     async def record(self, key: str, outcome: CallOutcome) -> None:
         """Store the outcome of ``key`` and end its lease."""
         text = outcome.model_dump_json()

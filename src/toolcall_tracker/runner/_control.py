@@ -15,7 +15,7 @@ from typing import Any
 
 from .._jsonout import _json_text
 from ._pending import ApprovalDecision, PendingApproval, PendingApprovals
-from ._ports import Link
+from ._ports import Link, Preset
 from ._progress import ProgressUpdate
 from ._table import RunnerState
 
@@ -173,6 +173,23 @@ class RunControl:
         if decision.approved:
             return self.approve(decision.call_id, decision.arguments)
         return self.deny(decision.call_id, decision.reason or "denied")
+
+    def preset(
+        self, call_id: str, approved: bool, *, arguments: Any = None, reason: str = "denied"
+    ) -> None:
+        """Decide a call before it asks: when call ``call_id`` of this control's run needs
+        approval, the decision applies at once (as :meth:`approve` with ``arguments``, or
+        :meth:`deny` with ``reason``) and no request is published for it. For decisions
+        made earlier and kept elsewhere: a restored durable turn reapplies its journaled
+        ones this way, with a deferring control too.
+
+        Raises:
+            RuntimeError: the run has already started (decide live calls with
+                :meth:`approve` / :meth:`deny`).
+        """
+        if self._link.used:
+            raise RuntimeError("preset decisions before the run starts; then use approve()")
+        self._link.decided[call_id] = Preset(approved, copy.deepcopy(arguments), reason)
 
     def cancel(self, call_id: str, reason: str = "cancelled") -> bool:
         """Cancel one call of the run, wherever it is, with a reason.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ._feeds import Feed, RequestFeed
 from ._pending import PendingApproval, PendingApprovals
@@ -21,6 +21,14 @@ logger = logging.getLogger("toolcall_tracker.runner")
 PROGRESS_UNREAD = 1024
 """Unread progress updates kept per ``progress()`` iterator: a tool yielding faster than a
 reader reads cannot grow memory without bound."""
+
+
+class Preset(NamedTuple):
+    """A decision made before its call asked (``RunControl.preset``)."""
+
+    approved: bool
+    arguments: Any
+    reason: str | None
 
 
 class TurnPort(Protocol):
@@ -53,6 +61,7 @@ class Link:
         self.pending: PendingApprovals | None = None
         self.edited: dict[str, Any] = {}
         self.ran: set[str] = set()  # edited calls whose tool started
+        self.decided: dict[str, Preset] = {}  # applied when their call asks
 
     def open(self, turn: TurnPort) -> None:
         if self.used:

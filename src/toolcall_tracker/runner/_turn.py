@@ -239,20 +239,20 @@ class Turn(ChangeListener):
         )
 
     def _step_ask(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
-        call = item.call
-        resumed = self._resumed
+        call, resumed, link = item.call, self._resumed, self.link
+        # A decision brought along (a resume's, or one preset on the control) applies now.
+        decided = resumed.decisions if resumed is not None else link.decided if link else {}
+        decision = decided.get(call.id)
         if resumed is None and not self._desk.can_ask:
             self._move(item, S.NOT_EXECUTED, event, targets)
             self._write(call.id, outcomes.denied(call, "no_approver"), error=True)
             return
-        self._desk.ask(call, publish=resumed is None)
+        self._desk.ask(call, publish=resumed is None and decision is None)
         self._move(item, S.AWAITING_APPROVAL, event, targets)
         if self._otel is not None:
             self._otel.approval_requested(call.id)
-        if resumed is not None:
-            decision = resumed.decisions.get(call.id)
-            if decision is not None:
-                self.decide(call.id, decision.approved, decision.arguments, decision.reason)
+        if decision is not None:
+            self.decide(call.id, decision.approved, decision.arguments, decision.reason)
 
     def decide(self, call_id: str, approved: bool, arguments: Any, reason: str | None) -> bool:
         """A decision for a call awaiting one (``TurnPort``)."""

@@ -1,0 +1,157 @@
+"""Calls claimed but never started: a durable turn journals ``start`` (committed) and then
+confirms its claim before a tool starts, so a restore that takes a call in doubt over and
+then finds no ``start`` runs it (nothing ran); with a ``start``, or a claim that was not
+fenced, the call stays in doubt; and a claimer whose claim was taken over never starts.
+
+Every async test runs on asyncio and trio, bounded by ``anyio.fail_after``; every journal
+and store is a real SQLite file in ``tmp_path``. Leases expire by the stores' clocks (a
+later process reads an hour ahead), never by sleeping.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from _runner_helpers import call_events, from_list
+from conftest import DEADLINE
+from toolcall_tracker import OutcomeInDoubt, Status, ToolCallTracker, ToolRunner, tool
+from toolcall_tracker.durable import (
+    DurableTurn,
+    Journal,
+    JournalRecord,
+    SQLiteJournal,
+    SQLiteOutcomeStore,
+    restore,
+    resume_turn,
+)
+from toolcall_tracker.failures import ClaimFailed
+
+pytestmark = pytest.mark.anyio
+
+LATER = datetime.now(timezone.utc) + timedelta(days=1)
+
+
+def an_hour_ahead() -> float:
+    return time.time() + 3600
+
+
+class Lookups:
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+
+        def lookup(q: str) -> str:  # not idempotent: it must never run twice
+            self.ran.append(q)
+            return q * 2
+
+        self.runner = ToolRunner([tool(lookup, eager=True)])
+
+
+async def died_after_claiming(
+    journal: SQLiteJournal, db: Path, claim: dict[str, Any], started: bool
+) -> None:
+    """The journal and store of a turn whose process died after claiming ``c1`` (in the
+    store and the journal, as the guard does), before or after journaling its start."""
+    tracker = ToolCallTracker()
+    dead = SQLiteOutcomeStore(db, owner="dead")
+    async with DurableTurn(journal, "turn-1", tracker, store=dead):
+        async with anyio.create_task_group() as tg:
+            events = [*call_events("c1", "lookup", {"q": "a"}), {"type": "end"}]
+            tg.start_soon(tracker.consume, from_list(events))
+        journal.append("turn-1", "claim", claim)
+        await journal.commit()
+        assert (await dead.claim("turn-1:c1", expires_at=LATER)).won
+        if started:
+            journal.append("turn-1", "start", {"id": "c1"})
+    dead.close()  # its lease is no longer renewed
+
+
+@pytest.mark.parametrize(("fenced", "started"), [(True, False), (True, True), (False, False)])
+async def test_a_call_the_journal_proves_unstarted_runs_on_restore_and_only_then(
+    tmp_path: Path, anyio_backend: str, fenced: bool, started: bool
+) -> None:
+    db = tmp_path / "j.db"
+    tools = Lookups()
+    claim = {"id": "c1", "tool": "lookup", **({"fenced": True} if fenced else {})}
+    with anyio.fail_after(DEADLINE), SQLiteJournal(db) as journal:
+        await died_after_claiming(journal, db, claim, started)
+        assert (await restore(journal, "turn-1")).claimed == frozenset({"c1"})
+        with SQLiteOutcomeStore(db, owner="later", clock=an_hour_ahead) as store:
+            calls = await resume_turn(journal, "turn-1", tools.runner, store=store)
+            again = await resume_turn(journal, "turn-1", tools.runner, store=store)
+            stored = await store.get("turn-1:c1")
+        records = await journal.read("turn-1")
+    if fenced and not started:
+        assert tools.ran == ["a"]  # nothing had run: it runs now, once
+        assert calls[0].status is Status.DONE
+        assert calls[0].result == "aa"
+        assert [r.kind for r in records].count("start") == 1  # this restore's own
+    else:
+        assert tools.ran == []
+        assert isinstance(calls[0].error, OutcomeInDoubt)
+    if fenced and not started:
+        assert stored is not None
+        assert stored.result == "aa"  # recorded: a later claim gets it back
+    assert again[0].status is calls[0].status  # a second restore changes nothing
+    assert tools.ran == (["a"] if fenced and not started else [])
+
+
+class TakenOverAtStart(Journal):
+    """A journal that lets another process take ``c1`` over right after the first
+    process committed its ``start`` (and before it confirms its claim)."""
+
+    def __init__(self, inner: SQLiteJournal, other: SQLiteOutcomeStore) -> None:
+        self._inner = inner
+        self._other = other
+        self._start_pending = False
+        self.taken: list[bool] = []
+
+    def append_event(self, turn_id: str, item: list[Any]) -> None:
+        self._inner.append_event(turn_id, item)
+
+    def append(self, turn_id: str, kind: str, data: Any) -> None:
+        self._start_pending = self._start_pending or kind == "start"
+        self._inner.append(turn_id, kind, data)
+
+    async def commit(self) -> None:
+        await self._inner.commit()
+        if self._start_pending:
+            self._start_pending = False
+            claim = await self._other.take_over("turn-1:c1", expires_at=LATER)
+            self.taken.append(claim.won)
+
+    async def read(self, turn_id: str, after: int = 0) -> list[JournalRecord]:
+        return await self._inner.read(turn_id, after)
+
+
+async def test_a_claimer_whose_claim_was_taken_over_before_its_start_does_not_start(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    db = tmp_path / "j.db"
+    tools = Lookups()
+    with (
+        anyio.fail_after(DEADLINE),
+        SQLiteJournal(db) as inner,
+        SQLiteOutcomeStore(db, owner="first") as first,
+        SQLiteOutcomeStore(db, owner="other", clock=an_hour_ahead) as other,
+    ):
+        journal = TakenOverAtStart(inner, other)
+        tracker = ToolCallTracker()
+        async with (
+            DurableTurn(journal, "turn-1", tracker, store=first) as turn,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(
+                tracker.consume,
+                from_list([*call_events("c1", "lookup", {"q": "a"}), {"type": "end"}]),
+            )
+            calls = await turn.run(tools.runner)
+    assert journal.taken == [True]
+    assert tools.ran == []  # its claim was no longer its own: it did not start
+    assert isinstance(calls[0].error, ClaimFailed)
+    assert "taken over by another process" in calls[0].error.message
