@@ -117,7 +117,7 @@ class ToolCallStateMachine:
             InvalidEvent: the event is malformed; nothing changed.
         """
         # The hot path: a well-formed fragment for a pending call, as a plain dict or a
-        # Delta model, is appended right here (see _fast_delta). Anything else, or anything
+        # Delta model, is appended by _fast_delta (one copy). Anything else, or anything
         # unusual, takes the general path, which validates, decides and reports.
         cls = type(event)
         if cls is dict:
@@ -126,20 +126,8 @@ class ToolCallStateMachine:
                 call_id = event["id"]  # type: ignore[index]
             except KeyError:
                 text = None
-            if type(text) is str and type(call_id) is str:
-                # _fast_delta, inlined (the one copy): the mapping path is the seed contract's
-                record = self._calls.get(call_id)
-                if record is not None and record.status is _PENDING:
-                    room = record.room - len(text)
-                    if room >= 0 and self._deltas_route:
-                        record.room = room
-                        parts = record.parts
-                        parts.append(text)
-                        if len(parts) >= record.free:
-                            record.coalesce()
-                        if self._fragment_listeners:
-                            self._appended(call_id, text)
-                        return
+            if type(text) is str and type(call_id) is str and self._fast_delta(call_id, text):
+                return
         elif cls is Delta:
             call_id = event.id  # type: ignore[union-attr]
             text = event.args_text_delta  # type: ignore[union-attr]
