@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+from anyio.abc import Process
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -31,8 +32,21 @@ async def connect(name: str, transport: str) -> AsyncIterator[ClientSession]:
                 await session.initialize()
                 yield session
         return
-    # Streamable HTTP on a free loopback port: the socket listens before the server starts
-    # (the process inherits it), so connecting never races the server's startup.
+    async with (
+        http_server(name) as (url, _),
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+@asynccontextmanager
+async def http_server(name: str) -> AsyncIterator[tuple[str, Process]]:
+    """A server process named ``name`` serving streamable HTTP: its URL and the process
+    (killed and reaped on the way out, if still running)."""
+    # A free loopback port: the socket listens before the server starts (the process
+    # inherits it), so connecting never races the server's startup.
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
@@ -44,13 +58,7 @@ async def connect(name: str, transport: str) -> AsyncIterator[ClientSession]:
             stderr=subprocess.DEVNULL,
         )
     try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        async with (
-            streamable_http_client(url) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            yield session
+        yield f"http://127.0.0.1:{port}/mcp", process
     finally:
         with anyio.CancelScope(shield=True):
             if process.returncode is None:

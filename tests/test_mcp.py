@@ -16,12 +16,15 @@ import pytest
 pytest.importorskip("mcp")
 pytest.importorskip("mcp.server.mcpserver", reason="the [mcp] extra needs mcp>=2")
 
-from _mcp_helpers import TRANSPORTS, connect
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from _mcp_helpers import TRANSPORTS, connect, http_server
 from _runner_helpers import by_id, call_events, from_list
 from conftest import DEADLINE
 from toolcall_tracker import RunControl, Status, ToolCallTracker, ToolRunner, tool
 from toolcall_tracker.feedback import openai_chat_messages
-from toolcall_tracker.mcp import McpProgress, McpTool, mcp_tools
+from toolcall_tracker.mcp import McpProgress, McpTool, mcp_http_client, mcp_tools
 from toolcall_tracker.runner import ProgressUpdate
 from toolcall_tracker.tools import anthropic_tools, gemini_tools, openai_chat_tools
 
@@ -186,14 +189,68 @@ async def test_two_servers_clash_and_a_dying_one_fails_alone(
                     ("l", "local", {"x": 21}),
                 ),
             )
-            if transport == "stdio":  # over HTTP, a new request to a dead server makes the
-                # mcp client's transport raise from its own context (see docs/mcp.md)
-                after = await run(runner, turn(("again", "alpha_echo", {"text": "x"})))
-                assert after["again"].error.reason == "disconnected"  # fails at once
-            beta_after = await run(runner, turn(("b2", "beta_echo", {"text": "y"})))
+            # a new call to the dead server fails at once, without a request: over HTTP
+            # the mcp client's transport would raise its connection error from its own
+            # task group, cancelling everything inside streamable_http_client
+            after = await run(
+                runner,
+                turn(("again", "alpha_echo", {"text": "x"}), ("b2", "beta_echo", {"text": "y"})),
+            )
     died = calls["d"].error
     assert (died.kind, died.reason, died.server) == ("mcp_error", "disconnected", "alpha")
     assert died.code == -32000
     assert calls["e"].result == {"result": "beta:still here"}
     assert calls["l"].result == 42
-    assert beta_after["b2"].result == {"result": "beta:y"}
+    again = after["again"].error
+    assert (again.reason, again.code) == ("disconnected", -32000)
+    assert "the request was not sent" in again.message
+    assert after["b2"].result == {"result": "beta:y"}
+
+
+@pytest.mark.parametrize("server_dies", ["while_idle", "mid_call"])
+async def test_with_the_contained_client_a_server_gone_unnoticed_fails_alone(
+    anyio_backend: str, server_dies: str
+) -> None:
+    """A request that finds the server gone (nothing told the session) fails its call
+    ``disconnected``; work in the same task group, inside the transport's context, goes on."""
+    other: list[Any] = []
+    alpha_failed = anyio.Event()
+
+    async def other_work(beta: ClientSession) -> None:
+        await alpha_failed.wait()
+        other.append(await beta.call_tool("echo", {"text": "after"}))
+
+    with anyio.fail_after(MCP_DEADLINE):
+        async with (
+            http_server("alpha") as (url, process),
+            mcp_http_client() as client,
+            streamable_http_client(url, http_client=client) as (read, write),
+            ClientSession(read, write) as alpha,
+            connect("beta", "stdio") as beta,
+            anyio.create_task_group() as tg,
+        ):
+            await alpha.initialize()
+            tools = await mcp_tools({"alpha": alpha, "beta": beta}, eager=True)
+            runner = ToolRunner(tools)
+            tg.start_soon(other_work, beta)
+            before = await run(runner, turn(("a0", "alpha_echo", {"text": "up"})))
+            if server_dies == "while_idle":
+                process.kill()
+                await process.wait()
+                first = await run(
+                    runner,
+                    turn(("a1", "alpha_echo", {"text": "x"}), ("b1", "beta_echo", {"text": "y"})),
+                )
+            else:
+                first = await run(
+                    runner, turn(("a1", "alpha_die", {}), ("b1", "beta_echo", {"text": "y"}))
+                )
+            alpha_failed.set()
+            later = await run(runner, turn(("a2", "alpha_echo", {"text": "z"})))
+    assert before["a0"].result == {"result": "alpha:up"}
+    failed = first["a1"].error
+    assert (failed.kind, failed.reason, failed.code) == ("mcp_error", "disconnected", -32000)
+    assert first["b1"].result == {"result": "beta:y"}
+    assert later["a2"].error.reason == "disconnected"
+    assert "the request was not sent" in later["a2"].error.message
+    assert [result.structured_content for result in other] == [{"result": "beta:after"}]

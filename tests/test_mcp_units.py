@@ -175,14 +175,14 @@ def test_without_mcp_2_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "1.26.0")
     with pytest.raises(ImportError, match=r"mcp>=2 \(mcp 1\.26\.0 is installed.*\[mcp\]"):
-        _tool._require_mcp()
+        _tool.require_mcp()
 
     def missing(name: str) -> str:
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "version", missing)
     with pytest.raises(ImportError, match=r"need the mcp package.*toolcall-tracker\[mcp\]"):
-        _tool._require_mcp()
+        _tool.require_mcp()
 
 
 def test_with_options_keeps_an_mcp_tool_and_takes_every_option_a_tool_takes() -> None:

@@ -13,12 +13,17 @@ per ``ProgressUpdate``); cancelling the call (``RunControl.cancel``, a timeout, 
 cancellation) sends ``notifications/cancelled`` to the server. A result with ``isError``,
 an error response and a closed connection end the call with an ``mcp_error`` failure
 (:class:`~toolcall_tracker.failures.McpFailed`), which the feedback builders render for
-the model; a server that disconnects fails its own calls only.
+the model; a server that disconnects fails its own calls only, and the later calls of
+its session fail ``disconnected`` at once, without a request. Over streamable HTTP, open
+the session with ``streamable_http_client(url, http_client=mcp_http_client())``: the
+``mcp`` client otherwise lets a new request's connection error to a server that died
+unnoticed cancel everything inside ``streamable_http_client``.
 """
 
 from __future__ import annotations
 
 from ._call import PROGRESS_BUFFER, McpProgress
+from ._client import mcp_http_client
 from ._tool import McpTool, mcp_tools
 
-__all__ = ["PROGRESS_BUFFER", "McpProgress", "McpTool", "mcp_tools"]
+__all__ = ["PROGRESS_BUFFER", "McpProgress", "McpTool", "mcp_http_client", "mcp_tools"]

@@ -13,8 +13,17 @@ SDK never did; the extra requires ``mcp>=2``).
 Outcomes: a result with ``isError`` raises :class:`~toolcall_tracker.failures.FailCall`
 with an :class:`~toolcall_tracker.failures.McpFailed` (``tool_error``), as does an error
 response (``protocol_error``) and a closed connection (``disconnected``: only this
-session's calls fail). A successful result is its structured content when the server gave
-one, else its text (text blocks joined), else its content blocks as JSON values.
+session's calls fail). A session that reported a closed connection is remembered as gone
+(:data:`_GONE`, keyed weakly by the session): its later calls fail ``disconnected`` at once,
+without a request. That keeps a dead server's failures its own over streamable HTTP too,
+where the ``mcp`` client's transport raises a new request's connection error from the
+transport's task group, cancelling everything inside ``streamable_http_client``
+(``StreamableHTTPTransport._handle_post_request`` sends the POST in a task of that group
+and nothing catches ``httpx2.TransportError`` on the way; see ``mcp_http_client`` for a
+client that turns such errors into error responses).
+
+A successful result is its structured content when the server gave one, else its text
+(text blocks joined), else its content blocks as JSON values.
 
 Progress is superseded by the next update, so the queue between the session's task and the
 generator keeps the latest :data:`PROGRESS_BUFFER` updates and drops the older ones.
@@ -22,6 +31,7 @@ generator keeps the latest :data:`PROGRESS_BUFFER` updates and drops the older o
 
 from __future__ import annotations
 
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -38,6 +48,9 @@ PROGRESS_BUFFER: Final = 64
 """At most this many progress updates wait between the session and the runner."""
 
 _CONNECTION_CLOSED: Final = -32000  # mcp_types.CONNECTION_CLOSED
+
+_GONE: Final[weakref.WeakKeyDictionary[ClientSession, str]] = weakref.WeakKeyDictionary()
+"""Sessions whose connection a call found closed, with what the client said."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +116,10 @@ async def call(target: Target, arguments: dict[str, Any]) -> AsyncIterator[Any]:
     """
     from mcp import MCPError
 
+    gone = _GONE.get(target.session)
+    if gone is not None:
+        why = f"an earlier call found the connection closed ({gone}); the request was not sent"
+        raise FailCall(_failed(target, why, "disconnected", code=_CONNECTION_CLOSED))
     updates = _Updates()
     outcome: list[Any] = []
 
@@ -124,6 +141,8 @@ async def call(target: Target, arguments: dict[str, Any]) -> AsyncIterator[Any]:
             yield update
     result = outcome[0]
     if isinstance(result, MCPError):
+        if result.error.code == _CONNECTION_CLOSED:
+            _GONE[target.session] = result.error.message
         raise FailCall(_error_response(target, result.error.code, result.error.message))
     if isinstance(result, Exception):  # the answer could not be read (not a tools/call result)
         try:

@@ -160,7 +160,7 @@ async def mcp_tools(
         mcp.MCPError: listing a server's tools failed.
         ImportError: the ``mcp`` package (2.x) is not installed.
     """
-    _require_mcp()
+    require_mcp()
     if isinstance(sessions, Mapping):
         servers = dict(sessions)
     else:
@@ -203,7 +203,7 @@ async def _list(session: ClientSession) -> list[Any]:
             return tools
 
 
-def _require_mcp() -> None:
+def require_mcp() -> None:
     """Raise an ``ImportError`` naming the fix unless ``mcp`` 2.x is installed."""
     from importlib.metadata import PackageNotFoundError, version
 
