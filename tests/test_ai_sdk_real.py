@@ -32,6 +32,7 @@ from toolcall_tracker.adapters import (
     AISDKAdapter,
     AISDKEncoder,
     AISDKListener,
+    AISDKStreamIds,
     apply_stream,
     to_sse,
 )
@@ -221,6 +222,10 @@ def encoded(events: list[Any], encoder: AISDKEncoder | None = None) -> list[dict
     return encoder.start() + [part for event in events for part in encoder.encode(event)]
 
 
+def written(encoder: AISDKEncoder, events: list[Any]) -> list[dict[str, Any]]:
+    return [part for event in events for part in encoder.encode(event)]
+
+
 def tools(seen: dict[str, Any]) -> list[dict[str, Any]]:
     assert seen["rejected"] == [], seen["rejected"]  # no chunk the schema rejects
     return [part for part in seen["parts"] if part["type"].startswith("tool-")]
@@ -351,3 +356,90 @@ def test_the_listener_writes_approval_requests_for_running_calls() -> None:
     seen = consume(sse([{"type": "start"}, *listener.take()]))
     (a,) = tools(seen)
     assert (a["state"], a["approval"]["id"]) == ("approval-requested", "approval-a")
+
+
+def test_the_listener_keeps_steps_and_their_calls_apart() -> None:
+    """Two turns through one response, minting the same id, as the encoder writes them."""
+    turn = [*called("ollama-call-0", "f"), End(ok=True, reason="tool_calls")]
+    first = tool_call_streaming_state_machine()
+    listener = AISDKListener(first, steps=True)
+    first.subscribe(listener, fragments=True)
+    for event in turn:
+        first.apply(event)
+    first.apply(Result(id="ollama-call-0", result=1))
+    second = tool_call_streaming_state_machine()
+    listener = listener.next_step(second)
+    second.subscribe(listener, fragments=True)
+    for event in turn[:3]:
+        second.apply(event)
+    second.apply(Result(id="ollama-call-0", result=2))
+    second.apply(End(ok=True, reason="stop"))
+    listener.finish()
+    parts = listener.take()
+    seen = consume(sse([{"type": "start"}, *parts]))
+    assert [(t["toolCallId"], t["output"]) for t in tools(seen)] == [
+        ("ollama-call-0", 1),
+        ("ollama-call-0~1", 2),
+    ]
+    assert [p["type"] for p in seen["parts"]].count("step-start") == 1
+    assert seen["finishReason"] == "stop"
+    # the same parts as the encoder's, step for step
+    encoder = AISDKEncoder()
+    expected = written(encoder, [*turn[:3], Result(id="ollama-call-0", result=1)])
+    expected += encoder.next_step(turn[3])
+    expected += written(encoder, [*turn[:3], Result(id="ollama-call-0", result=2)])
+    assert parts == expected + encoder.encode(End(ok=True, reason="stop"))
+
+
+@pytest.mark.parametrize("writer", ["encoder", "listener"])
+def test_approvals_over_two_requests_keep_the_ids_of_every_step(writer: str) -> None:
+    """Request 1: step 0 runs ``ollama-call-0``; step 1 mints the same id for a call that
+    awaits approval (``ollama-call-0~1`` in the stream). Request 2 writes the decided call
+    under that id, and a new turn minting it again takes a fresh one: the message the
+    client continues keeps every call apart."""
+    step0 = [*called("ollama-call-0", "ls"), Result(id="ollama-call-0", result=["a.txt"])]
+    step1 = called("ollama-call-0", "rm")
+    if writer == "encoder":
+        encoder = AISDKEncoder()
+        first = encoded(step0, encoder) + encoder.next_step(End(ok=True, reason="tool_calls"))
+        first += written(encoder, step1)
+        first += encoder.approval_request("ollama-call-0", "approval-1")
+        first += encoder.encode(End(ok=True, reason="tool_calls"))
+        carried = encoder.stream_ids().to_json()
+    else:
+        machine = tool_call_streaming_state_machine()
+        listener = AISDKListener(machine, steps=True)
+        machine.subscribe(listener, fragments=True)
+        for event in [*step0, End(ok=True, reason="tool_calls")]:
+            machine.apply(event)
+        machine = tool_call_streaming_state_machine()
+        listener = listener.next_step(machine)
+        machine.subscribe(listener, fragments=True)
+        for event in [*step1, End(ok=True, reason="tool_calls")]:
+            machine.apply(event)
+        listener.approval_request("ollama-call-0", "approval-1")
+        listener.finish()
+        first = [{"type": "start"}, *listener.take()]
+        carried = listener.stream_ids().to_json()
+    seen = consume(sse(first))
+    assert [(t["toolCallId"], t["state"]) for t in tools(seen)] == [
+        ("ollama-call-0", "output-available"),
+        ("ollama-call-0~1", "approval-requested"),
+    ]
+    message = {"id": "m1", "role": "assistant", "parts": seen["parts"]}
+
+    # request 2: the decided call, as runner.resume returns it (its own id), then a new turn
+    decided = tool_call_streaming_state_machine()
+    for event in [*step1, Result(id="ollama-call-0", result="removed")]:
+        decided.apply(event)
+    second = AISDKEncoder(continues=AISDKStreamIds.from_json(carried))
+    parts = second.start() + second.outcomes(decided.list())
+    parts += written(second, called("ollama-call-0", "ls"))
+    parts += second.encode(Result(id="ollama-call-0", result=[]))
+    parts += second.encode(End(ok=True, reason="stop"))
+    seen = consume(sse(parts), message)
+    assert [(t["toolCallId"], t["state"], t.get("output")) for t in tools(seen)] == [
+        ("ollama-call-0", "output-available", ["a.txt"]),
+        ("ollama-call-0~1", "output-available", "removed"),
+        ("ollama-call-0~0", "output-available", []),
+    ]

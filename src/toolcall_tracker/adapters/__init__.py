@@ -37,6 +37,7 @@ from .ai_sdk import (
     AISDKEncoder,
     AISDKListener,
     AISDKStepReset,
+    AISDKStreamIds,
     encode_ai_sdk,
     to_sse,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "AISDKEncoder",
     "AISDKListener",
     "AISDKStepReset",
+    "AISDKStreamIds",
     "AdaptedStream",
     "Adapter",
     "AdapterEvent",

@@ -1,20 +1,20 @@
-"""The writing direction of the AI SDK UI message stream (private; public names are
-re-exported by :mod:`toolcall_tracker.adapters.ai_sdk`): :class:`AISDKEncoder`,
-:class:`AISDKListener`, :func:`encode_ai_sdk`, :func:`to_sse`, and the text buffer both
-directions share.
+"""The writing direction of the AI SDK UI message stream, from events (private; public
+names are re-exported by :mod:`toolcall_tracker.adapters.ai_sdk`): :class:`AISDKEncoder`,
+:func:`encode_ai_sdk`, and the text buffer both directions share. The same parts drawn
+from a change feed are :mod:`._ai_sdk_listener`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from typing import Any, Final, Protocol
 
 from .._json import _ArgumentsError, parse_json
 from ..calls import Status, ToolCall
-from ..changes import ChangeListener
-from ..errors import ArgumentsTooLarge, IncompleteArguments
+from ..errors import ArgumentsTooLarge
 from ..events import Delta, End, Error, EventInput, Ready, Result, Start, parse_event
 from ..limits import DEFAULT_LIMITS, Limits
+from ._ai_sdk_ids import AISDKStreamIds, fresh_id
 from ._ai_sdk_parts import (
     SSE_DONE,
     UI_MESSAGE_STREAM_HEADERS,
@@ -22,6 +22,7 @@ from ._ai_sdk_parts import (
     _approval_part,
     _available_part,
     _delta_part,
+    _denied,
     _end_parts,
     _error_text,
     _input_error_part,
@@ -37,7 +38,7 @@ __all__ = [
     "SSE_DONE",
     "UI_MESSAGE_STREAM_HEADERS",
     "AISDKEncoder",
-    "AISDKListener",
+    "ProgressLike",
     "encode_ai_sdk",
     "to_sse",
 ]
@@ -136,15 +137,24 @@ class AISDKEncoder:
 
     Args:
         limits: the tracker's limits (default: :data:`~toolcall_tracker.DEFAULT_LIMITS`).
+        continues: the ids of an earlier response whose assistant message this one
+            continues (:meth:`stream_ids` of that response's writer): :meth:`outcomes`
+            writes its calls under those ids, and no new call takes one of them.
     """
 
-    __slots__ = ("_calls", "_ended", "_limits", "_step", "_used")
+    __slots__ = ("_calls", "_continued", "_ended", "_limits", "_step", "_used")
 
-    def __init__(self, *, limits: Limits | None = None) -> None:
+    def __init__(
+        self, *, limits: Limits | None = None, continues: AISDKStreamIds | None = None
+    ) -> None:
         self._calls: dict[str, _Encoded] = {}
         self._ended = False
         self._limits = DEFAULT_LIMITS if limits is None else limits
         self._used: set[str] = set()  # the toolCallIds of earlier steps
+        self._continued: dict[str, str] = {}  # an earlier response's last step's ids
+        if continues is not None:
+            self._used.update(continues.used)
+            self._continued.update(continues.calls)
         self._step = 0
 
     def next_step(self, end: EventInput) -> list[dict[str, Any]]:
@@ -155,7 +165,9 @@ class AISDKEncoder:
         call still streaming), then ``finish-step`` and ``start-step``. The next turn's
         events go to :meth:`encode` as before; a call id an earlier step used (a minted
         ``ollama-call-0``, say) is renamed ``<id>~<step>`` in the stream, so that
-        ``useChat`` never merges two calls.
+        ``useChat`` never merges two calls. The encoder forgets the ended step's calls:
+        encode their outputs before (:class:`AISDKListener` keeps writing a step's late
+        outputs).
         """
         model = parse_event(end)
         if not isinstance(model, End):
@@ -175,9 +187,7 @@ class AISDKEncoder:
         call = self._calls.get(call_id)
         if call is None or call.state != _READY:
             return []
-        return [
-            {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call.wire}
-        ]
+        return [_approval_part(call.wire, approval_id)]
 
     def denied(self, call_id: str) -> list[dict[str, Any]]:
         """A ``tool-output-denied`` for a call awaiting approval that was denied (an
@@ -192,22 +202,28 @@ class AISDKEncoder:
         """The outputs of finished calls announced in an earlier response: the calls
         ``runner.resume(...)`` returns, for the response that answers the client's
         approvals. Done: ``tool-output-available``; denied: ``tool-output-denied``; failed:
-        ``tool-output-error``; calls not finished give no part."""
+        ``tool-output-error``; calls not finished give no part.
+
+        Each call is written under the id the earlier response gave it when this encoder
+        was built with ``continues=`` (a call renamed ``<id>~<step>`` there keeps that
+        name), else under its own id."""
         parts: list[dict[str, Any]] = []
         for call in calls:
+            wire = self._continued.get(call.id, call.id)
             if call.status is Status.DONE:
-                parts.append(_output_part(call.id, call.result))
+                parts.append(_output_part(wire, call.result))
             elif call.status is Status.ERROR and _denied(call.error):
-                parts.append({"type": "tool-output-denied", "toolCallId": call.id})
+                parts.append({"type": "tool-output-denied", "toolCallId": wire})
             elif call.status is Status.ERROR:
-                parts.append(_output_error_part(call.id, _error_text(call.error)))
+                parts.append(_output_error_part(wire, _error_text(call.error)))
         return parts
 
-    def _fresh(self, call_id: str) -> str:
-        wire = f"{call_id}~{self._step}"
-        while wire in self._used:
-            wire += "~"
-        return wire
+    def stream_ids(self) -> AISDKStreamIds:
+        """The ids of this response's calls, for a later response that continues its
+        assistant message: ``AISDKEncoder(continues=encoder.stream_ids())`` (keep it with
+        the pending approvals; it is JSON data). Take it after the last step."""
+        calls = {call_id: call.wire for call_id, call in self._calls.items()}
+        return AISDKStreamIds(calls=calls, used=frozenset(self._used.union(calls.values())))
 
     def start(self, message_id: str | None = None) -> list[dict[str, Any]]:
         """The parts that open the assistant message: ``{"type": "start"}``.
@@ -233,9 +249,7 @@ class AISDKEncoder:
         if isinstance(model, Start):
             if model.id in self._calls or self._ended:
                 return []
-            wire = model.id
-            if wire in self._used:  # announced in an earlier step: a name of its own
-                wire = self._fresh(wire)
+            wire = fresh_id(model.id, self._step, self._used)  # unused by earlier steps
             self._calls[model.id] = _Encoded(model.name, wire)
             return [_start_part(wire, model.name)]
         if isinstance(model, Ready):
@@ -334,117 +348,6 @@ class AISDKEncoder:
                     _input_error_part(call.wire, call.name, args, _abandoned_text(end.reason))
                 )
         return parts
-
-
-def _denied(error: Any) -> bool:
-    """Whether a call's error is a denied approval (the runner's ``ApprovalDenied``)."""
-    return getattr(error, "kind", None) == "approval_denied"
-
-
-class _CallReader(Protocol):
-    """What :class:`AISDKListener` reads calls from: a machine or a tracker."""
-
-    def get(self, call_id: str) -> ToolCall | None: ...
-
-    def status(self, call_id: str) -> Status | None: ...
-
-    @property
-    def end(self) -> End | None: ...
-
-
-class AISDKListener(ChangeListener):
-    """:class:`AISDKEncoder`'s parts, drawn from a machine's or tracker's change feed.
-
-    Subscribe it with ``fragments=True`` to the machine or tracker it reads::
-
-        listener = AISDKListener(tracker)
-        tracker.subscribe(listener, fragments=True)
-        ...  # consume the stream, run tools
-        for part in listener.take():
-            yield to_sse(part)
-
-    It produces the parts :meth:`AISDKEncoder.encode` produces from the events applied to
-    that tracker, in the same order, without keeping any argument text (it reads the
-    tracker's calls instead). Parts are kept until :meth:`take`, or passed to
-    ``on_part`` as they are made (and then not kept).
-
-    Args:
-        calls: the machine or tracker the listener is subscribed to.
-        on_part: called with each part as it is made, from inside the change; it must not
-            apply events to the tracker.
-    """
-
-    __slots__ = ("_calls", "_on_part", "_parts")
-
-    def __init__(
-        self, calls: _CallReader, on_part: Callable[[dict[str, Any]], None] | None = None
-    ) -> None:
-        self._calls = calls
-        self._on_part = on_part
-        self._parts: list[dict[str, Any]] = []
-
-    def take(self) -> list[dict[str, Any]]:
-        """The parts made since the last call (always empty with ``on_part``)."""
-        parts = self._parts
-        self._parts = []
-        return parts
-
-    def _emit(self, part: dict[str, Any]) -> None:
-        if self._on_part is None:
-            self._parts.append(part)
-        else:
-            self._on_part(part)
-
-    def call_changed(self, call_id: str, before: Status | None, after: Status) -> None:
-        """Emit the parts of one transition (see :class:`AISDKEncoder`)."""
-        call = self._calls.get(call_id)
-        if call is None:
-            return
-        if before is None:
-            self._emit(_start_part(call_id, call.name))
-        elif before is Status.PENDING:
-            if after is Status.RUNNING:
-                self._emit(_available_part(call_id, call.name, call.args))
-            elif after is Status.ERROR:
-                error = call.error
-                end = self._calls.end
-                if end is not None and isinstance(error, IncompleteArguments):
-                    text = _abandoned_text(end.reason)  # abandoned by the turn's end
-                else:
-                    text = _error_text(error)
-                self._emit(_input_error_part(call_id, call.name, call.args_text, text))
-        elif before is Status.RUNNING:
-            if after is Status.DONE:
-                self._emit(_output_part(call_id, call.result))
-            elif after is Status.ERROR and _denied(call.error):
-                self._emit({"type": "tool-output-denied", "toolCallId": call_id})
-            elif after is Status.ERROR:
-                self._emit(_output_error_part(call_id, _error_text(call.error)))
-
-    def progress(self, update: ProgressLike) -> None:
-        """Emit a preliminary ``tool-output-available`` for a runner's progress update.
-
-        Pass updates from ``RunControl(on_progress=listener.progress)``; as
-        :meth:`AISDKEncoder.progress`, only while the call is running.
-        """
-        if self._calls.status(update.call_id) is Status.RUNNING:
-            self._emit(_preliminary_part(update.call_id, update.value))
-
-    def approval_request(self, call_id: str, approval_id: str) -> None:
-        """Emit a ``tool-approval-request`` for a running call (as
-        :meth:`AISDKEncoder.approval_request`), e.g. for each call of ``control.pending``
-        after a run with ``RunControl(defer_approvals=True)``."""
-        if self._calls.status(call_id) is Status.RUNNING:
-            self._emit(_approval_part(call_id, approval_id))
-
-    def args_appended(self, call_id: str, text: str) -> None:
-        """Emit a ``tool-input-delta``."""
-        self._emit(_delta_part(call_id, text))
-
-    def turn_ended(self, end: End) -> None:
-        """Emit ``finish`` (after ``error`` when the turn did not end ok)."""
-        for part in _end_parts(end):
-            self._emit(part)
 
 
 async def encode_ai_sdk(

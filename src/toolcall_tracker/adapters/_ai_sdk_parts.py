@@ -145,3 +145,8 @@ def _abandoned_text(reason: str | None) -> str:
 
 def _approval_part(call_id: str, approval_id: str) -> dict[str, Any]:
     return {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call_id}
+
+
+def _denied(error: Any) -> bool:
+    """Whether a call's error is a denied approval (the runner's ``ApprovalDenied``)."""
+    return getattr(error, "kind", None) == "approval_denied"

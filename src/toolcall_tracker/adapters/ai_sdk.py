@@ -61,8 +61,10 @@ event                        parts
 ===========================  ==============================================================
 
 Approval parts (:meth:`AISDKEncoder.approval_request`, :meth:`AISDKEncoder.denied`), step
-boundaries for several turns in one response (:meth:`AISDKEncoder.next_step`) and the
-outcomes of ``runner.resume`` (:meth:`AISDKEncoder.outcomes`) have methods of their own.
+boundaries for several turns in one response (:meth:`AISDKEncoder.next_step`;
+:meth:`AISDKListener.next_step` with ``AISDKListener(..., steps=True)``) and the outcomes
+of ``runner.resume`` (:meth:`AISDKEncoder.outcomes`, under the ids an earlier response
+gave the calls: :class:`AISDKStreamIds`) have methods of their own.
 
 Events the tracker would ignore (a delta for an unknown id, a second result...) produce no
 parts. :func:`to_sse` frames a part as a ``data:`` line, :data:`SSE_DONE` ends the stream,
@@ -81,11 +83,12 @@ from ._ai_sdk_encoder import (
     SSE_DONE,
     UI_MESSAGE_STREAM_HEADERS,
     AISDKEncoder,
-    AISDKListener,
     encode_ai_sdk,
     to_sse,
 )
+from ._ai_sdk_ids import AISDKStreamIds
 from ._ai_sdk_input import MISSING, Held, input_text
+from ._ai_sdk_listener import AISDKListener
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record
 from ._common import (
@@ -103,6 +106,7 @@ __all__ = [
     "AISDKInputMismatch",
     "AISDKMalformedPart",
     "AISDKStepReset",
+    "AISDKStreamIds",
     "AISDKToolError",
     "SSE_DONE",
     "UI_MESSAGE_STREAM_HEADERS",
