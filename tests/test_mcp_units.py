@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -203,3 +203,85 @@ def test_with_options_keeps_an_mcp_tool_and_takes_every_option_a_tool_takes() ->
     assert changed.eager
     assert changed.name == "echo2"
     assert changed.mcp_name == "echo"
+
+
+class _ScriptedSession:
+    """A stand-in ClientSession whose ``call_tool`` answers as scripted, noting each call."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.next: str = "ok"
+
+    async def call_tool(self, name: str, arguments: object, progress_callback: object) -> object:
+        from mcp import MCPError
+        from mcp.types import CallToolResult, TextContent
+
+        self.requests += 1
+        if self.next == "closed":
+            raise MCPError(code=-32000, message="SSE stream ended without a response")
+        if self.next == "error":
+            raise MCPError(code=-32602, message="bad params")
+        if self.next == "unreadable":
+            raise ValueError("not a tools/call result")
+        failed = self.next == "is_error"
+        return CallToolResult(content=[TextContent(type="text", text=self.next)], is_error=failed)
+
+
+OUTCOMES = ["ok", "is_error", "error", "unreadable", "closed"]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+@settings(max_examples=100, deadline=None)  # the first example imports mcp
+@given(st.lists(st.tuples(st.integers(0, 1), st.sampled_from(OUTCOMES)), max_size=30))
+def test_a_closed_connection_fails_only_its_sessions_later_calls(
+    backend: str, script: list[tuple[int, str]]
+) -> None:
+    """A model of the sessions' fates: a call whose answer is a closed connection makes its
+    session gone, and from then on that session's calls fail ``disconnected`` without a
+    request; the other session's calls, and every other outcome, are as answered."""
+    pytest.importorskip("mcp.server.mcpserver", reason="the [mcp] extra needs mcp>=2")
+    import anyio
+
+    from toolcall_tracker.mcp._call import Target, call
+
+    sessions = [_ScriptedSession(), _ScriptedSession()]
+    targets = [Target(s, f"s{i}", "t", "t") for i, s in enumerate(sessions)]  # type: ignore[arg-type]
+
+    async def outcome(index: int) -> object:
+        try:
+            return [value async for value in call(targets[index], {})][-1]
+        except FailCall as failed:
+            return failed.failure
+
+    async def main() -> None:
+        gone = [False, False]
+        requests = [0, 0]
+        for index, answer in script:
+            sessions[index].next = answer
+            got = await outcome(index)
+            if gone[index]:
+                assert isinstance(got, McpFailed)
+                assert got.reason == "disconnected"
+                assert "the request was not sent" in got.message
+                continue
+            requests[index] += 1
+            expected = {
+                "ok": None,
+                "is_error": "tool_error",
+                "error": "protocol_error",
+                "unreadable": "protocol_error",
+                "closed": "disconnected",
+            }[answer]
+            if expected is None:
+                assert got == "ok"
+            else:
+                assert isinstance(got, McpFailed)
+                assert (got.reason, got.server) == (expected, f"s{index}")
+            gone[index] = answer == "closed"
+        assert [s.requests for s in sessions] == requests
+
+    async def bounded() -> None:
+        with anyio.fail_after(5):
+            await main()
+
+    anyio.run(bounded, backend=backend)
