@@ -179,3 +179,16 @@ def test_a_continuing_encoder_renames_an_id_the_message_holds() -> None:
         {"type": "tool-input-start", "toolCallId": "c~0", "toolName": "f"}
     ]
     assert encoder.encode(Start(id="d", name="f"))[0]["toolCallId"] == "d"
+
+
+def test_an_id_that_looks_renamed_stays_apart() -> None:
+    """Step 1 holds ``c`` (renamed ``c~1``) and a call whose own id is ``c~1``."""
+    turns = [
+        [*call("c"), End(ok=True, reason="tool_calls")],
+        [*call("c"), *call("c~1"), End(ok=True, reason="stop")],
+    ]
+    parts, listener = listened_steps(turns)
+    assert parts == encoded_steps(turns)
+    started = [part["toolCallId"] for part in parts if part["type"] == "tool-input-start"]
+    assert started == ["c", "c~1", "c~1~1"]
+    assert dict(listener.stream_ids().calls) == {"c": "c~1", "c~1": "c~1~1"}

@@ -150,7 +150,7 @@ class AISDKEncoder:
         self._calls: dict[str, _Encoded] = {}
         self._ended = False
         self._limits = DEFAULT_LIMITS if limits is None else limits
-        self._used: set[str] = set()  # the toolCallIds of earlier steps
+        self._used: set[str] = set()  # every toolCallId written (or continued)
         self._continued: dict[str, str] = {}  # an earlier response's last step's ids
         if continues is not None:
             self._used.update(continues.used)
@@ -173,7 +173,6 @@ class AISDKEncoder:
         if not isinstance(model, End):
             raise TypeError(f"next_step() takes the turn's End event, not {_short(end)}")
         parts = [] if self._ended else self._abandon(model)
-        self._used.update(call.wire for call in self._calls.values())
         self._calls = {}
         self._ended = False
         self._step += 1
@@ -223,7 +222,7 @@ class AISDKEncoder:
         assistant message: ``AISDKEncoder(continues=encoder.stream_ids())`` (keep it with
         the pending approvals; it is JSON data). Take it after the last step."""
         calls = {call_id: call.wire for call_id, call in self._calls.items()}
-        return AISDKStreamIds(calls=calls, used=frozenset(self._used.union(calls.values())))
+        return AISDKStreamIds(calls=calls, used=frozenset(self._used))
 
     def start(self, message_id: str | None = None) -> list[dict[str, Any]]:
         """The parts that open the assistant message: ``{"type": "start"}``.
@@ -249,7 +248,8 @@ class AISDKEncoder:
         if isinstance(model, Start):
             if model.id in self._calls or self._ended:
                 return []
-            wire = fresh_id(model.id, self._step, self._used)  # unused by earlier steps
+            wire = fresh_id(model.id, self._step, self._used)  # unused by any other call
+            self._used.add(wire)
             self._calls[model.id] = _Encoded(model.name, wire)
             return [_start_part(wire, model.name)]
         if isinstance(model, Ready):

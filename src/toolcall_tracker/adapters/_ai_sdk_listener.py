@@ -60,7 +60,7 @@ class _Response:
         self.parts: list[dict[str, Any]] = []
         self.steps = steps
         self.step = 0
-        self.used: set[str] = set(used)  # the toolCallIds of earlier steps
+        self.used: set[str] = set(used)  # every toolCallId written (or continued)
         self.finished = False
 
     def emit(self, part: dict[str, Any]) -> None:
@@ -156,7 +156,6 @@ class AISDKListener(ChangeListener):
         """
         self._check_last("next_step()")
         response = self._response
-        response.used.update(self._wires.values())
         response.step += 1
         follower = self._next = AISDKListener._following(calls, response)
         response.emit({"type": "finish-step"})
@@ -183,9 +182,7 @@ class AISDKListener(ChangeListener):
         """The ids of this turn's calls (and every id the response used), for a later
         response that continues the assistant message: ``AISDKEncoder(continues=...)``
         (see :meth:`AISDKEncoder.stream_ids`). Take it from the last step's listener."""
-        calls = dict(self._wires)
-        used = frozenset(self._response.used.union(calls.values()))
-        return AISDKStreamIds(calls=calls, used=used)
+        return AISDKStreamIds(calls=dict(self._wires), used=frozenset(self._response.used))
 
     def _check_last(self, what: str) -> End:
         """The ended turn of the response's last listener, or the misuse named."""
@@ -215,6 +212,7 @@ class AISDKListener(ChangeListener):
         if before is None:
             response = self._response
             wire = self._wires[call_id] = fresh_id(call_id, response.step, response.used)
+            response.used.add(wire)
             emit(_start_part(wire, call.name))
             return
         wire = self._wire(call_id)
