@@ -152,6 +152,16 @@ def test_stream_ids_round_trip_through_json(calls: dict[str, str], used: frozens
     assert text.isascii()
     assert AISDKStreamIds.from_json(text) == ids
     assert AISDKStreamIds.from_json(text.encode()) == ids
+    assert hash(AISDKStreamIds.from_json(text)) == hash(ids)
+
+
+def test_stream_ids_keep_the_ids_they_were_given() -> None:
+    calls = {"c": "c~1"}
+    ids = AISDKStreamIds(calls=calls, used=frozenset({"c", "c~1"}))
+    calls["d"] = "d"  # the caller's dict changes: the ids do not
+    assert dict(ids.calls) == {"c": "c~1"}
+    with pytest.raises(TypeError):
+        ids.calls["e"] = "e"  # type: ignore[index]
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 __all__ = ["AISDKStreamIds", "fresh_id"]
@@ -44,6 +45,14 @@ class AISDKStreamIds:
 
     calls: Mapping[str, str] = field(default_factory=dict)
     used: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        # a read-only copy: the ids stay as they were taken
+        object.__setattr__(self, "calls", MappingProxyType(dict(self.calls)))
+        object.__setattr__(self, "used", frozenset(self.used))
+
+    def __hash__(self) -> int:
+        return hash((frozenset(self.calls.items()), self.used))
 
     def to_json(self) -> str:
         """JSON text for the ids (ASCII: an id with a lone surrogate is written with a
