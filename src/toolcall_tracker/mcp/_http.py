@@ -23,12 +23,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Final
 
 import httpx2
-
-_CONNECTION_CLOSED: Final = -32000  # mcp_types.CONNECTION_CLOSED
-_REQUEST_TIMEOUT: Final = -32001  # mcp_types.REQUEST_TIMEOUT
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 
 class ConnectionLost(httpx2.StreamError):
@@ -84,9 +81,9 @@ class ContainedTransport(httpx2.AsyncBaseTransport):
 def _failed(request: httpx2.Request, exc: httpx2.TransportError) -> httpx2.Response:
     """The error response standing for a POST that got no response."""
     if isinstance(exc, httpx2.TimeoutException):
-        code, why = _REQUEST_TIMEOUT, "the MCP server did not answer in time"
+        code, why = REQUEST_TIMEOUT, "the MCP server did not answer in time"
     else:
-        code, why = _CONNECTION_CLOSED, "the MCP server could not be reached"
+        code, why = CONNECTION_CLOSED, "the MCP server could not be reached"
     error = {"code": code, "message": f"{why} ({_text(exc)})"}
     body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error})
     return httpx2.Response(
