@@ -6,7 +6,7 @@ Each test runs on asyncio and trio, bounded by ``anyio.fail_after``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from conftest import DEADLINE
-from toolcall_tracker.durable import SQLiteOutcomeStore
+from toolcall_tracker.durable import RedisOutcomeStore, SQLiteOutcomeStore
 from toolcall_tracker.failures import ApprovalDenied, ToolRaised
 from toolcall_tracker.runner import CallOutcome, Claim, InMemoryOutcomeStore, OutcomeStore
 
@@ -23,20 +23,27 @@ pytestmark = pytest.mark.anyio
 # Each factory gets a fresh directory. A store with leases fills Claim.owner/lease_until,
 # so the tests compare what the contract fixes: won and outcome. ``wait=0``: a claim lost
 # to a live holder answers at once (waiting for its outcome is the SQLite store's own test).
-STORES: dict[str, Callable[[Path], OutcomeStore]] = {
-    "in-memory": lambda _: InMemoryOutcomeStore(),
-    "sqlite": lambda directory: SQLiteOutcomeStore(directory / "outcomes.db", wait=0),
+# The Redis store runs against a real server (the ``redis_url`` fixture; skipped without
+# one, failed in CI), under this test's own key prefix.
+STORES: dict[str, Callable[[pytest.FixtureRequest, Path], OutcomeStore]] = {
+    "in-memory": lambda request, _: InMemoryOutcomeStore(),
+    "sqlite": lambda request, directory: SQLiteOutcomeStore(directory / "outcomes.db", wait=0),
+    "redis": lambda request, _: RedisOutcomeStore(
+        request.getfixturevalue("redis_url"),
+        prefix=request.getfixturevalue("redis_prefix"),
+        wait=0,
+    ),
 }
 
 
 @pytest.fixture(params=list(STORES))
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OutcomeStore]:
-    made = STORES[request.param](tmp_path)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[OutcomeStore]:
+    made = STORES[request.param](request, tmp_path)
     assert isinstance(made, OutcomeStore)
     yield made
-    close = getattr(made, "close", None)
-    if close is not None:
-        close()
+    aclose = getattr(made, "aclose", None)
+    if aclose is not None:  # on the test's event loop: its asyncio clients too
+        await aclose()
 
 
 def said(claim: Claim) -> Claim:
