@@ -235,6 +235,11 @@ class ToolCallStateMachine:
         return self._limits
 
     @property
+    def keep_finished(self) -> int | None:
+        """How many finished calls this machine keeps (``None``: every call)."""
+        return self._keep_finished
+
+    @property
     def end(self) -> End | None:
         """How the turn ended (the ``End`` event), or ``None`` while it is still open."""
         return self._end

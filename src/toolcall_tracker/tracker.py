@@ -24,7 +24,7 @@ Every blocking point has a way out:
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterable, Coroutine
+from collections.abc import AsyncIterable, Callable, Coroutine
 from dataclasses import replace
 from types import TracebackType
 from typing import Any, TypeGuard, cast
@@ -89,8 +89,9 @@ class ToolCallTracker:
         self._waiting = waiting = Waiting(machine)
         machine.subscribe(waiting)  # first: waiters learn of a change before anybody else
         self._skip_invalid = skip_invalid
-        self._keep_finished = keep_finished
         self._consumers: set[anyio.CancelScope] = set()
+        self._on_close: dict[int, Callable[[], object]] = {}
+        self._next_key = 0
 
     # -- the machine ------------------------------------------------------------------
 
@@ -184,7 +185,7 @@ class ToolCallTracker:
     @property
     def keep_finished(self) -> int | None:
         """How many finished calls this tracker keeps (``None``: every call)."""
-        return self._keep_finished
+        return self._machine.keep_finished
 
     @property
     def end(self) -> End | None:
@@ -396,6 +397,28 @@ class ToolCallTracker:
         """
         await self._waiting.wait_closed()
 
+    def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Have ``callback()`` called once, synchronously, when :meth:`aclose` closes the
+        tracker (right away if it is closed already); returns a function that unregisters it.
+
+        For layers that hold waits of their own and must end them when the tracker closes,
+        without a task parked in :meth:`wait_closed` (the tool runner ends the calls it
+        holds this way). It runs after every waiter was woken and the events were refused;
+        an exception it raises is logged (``toolcall_tracker`` logger) and the others still
+        run.
+        """
+        if self._waiting.closed:
+            callback()
+            return _nothing
+        key = self._next_key
+        self._next_key = key + 1
+        self._on_close[key] = callback
+
+        def unregister() -> None:
+            self._on_close.pop(key, None)
+
+        return unregister
+
     # -- closing ----------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -417,6 +440,12 @@ class ToolCallTracker:
             self._waiting.wake_all()
             for scope in self._consumers:
                 scope.cancel()
+            callbacks, self._on_close = self._on_close, {}
+            for callback in callbacks.values():
+                try:
+                    callback()
+                except Exception:
+                    logger.exception("a close callback raised")
 
     async def __aenter__(self) -> ToolCallTracker:
         return self
@@ -436,6 +465,10 @@ class ToolCallTracker:
         raise TrackerClosed(
             "this tracker is closed and accepts no more events; use a new tracker for the next turn"
         )
+
+
+def _nothing() -> None:
+    pass
 
 
 def _is_item_source(source: object) -> TypeGuard[ItemSource]:
