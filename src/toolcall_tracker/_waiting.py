@@ -49,6 +49,7 @@ class Waiting(ChangeListener):
     """Waiters, ready calls and timelines of one tracker, kept by the machine's feed."""
 
     __slots__ = (
+        "__weakref__",
         "_closed_event",
         "_iterators",
         "_machine",
@@ -261,6 +262,34 @@ class Waiting(ChangeListener):
             self._stream_event = None
             event.set()
             self.woke = READY_CHECKPOINTS
+
+
+class Relay(ChangeListener):
+    """What the machine holds instead of the :class:`Waiting` itself: a weak reference
+    that forwards its changes. The waiting holds the machine, so holding the waiting back
+    would make every turn a reference cycle, left (with all its calls) for the garbage
+    collector to find; this way a finished turn is freed by reference counting. Whoever
+    can still wait (the tracker, an iterator, a waiting task) keeps the waiting alive."""
+
+    __slots__ = ("_waiting",)
+
+    def __init__(self, waiting: Waiting) -> None:
+        self._waiting = weakref.ref(waiting)
+
+    def call_changed(self, call_id: str, before: Status | None, after: Status) -> None:
+        waiting = self._waiting()
+        if waiting is not None:
+            waiting.call_changed(call_id, before, after)
+
+    def call_forgotten(self, call_id: str) -> None:
+        waiting = self._waiting()
+        if waiting is not None:
+            waiting.call_forgotten(call_id)
+
+    def turn_ended(self, end: End) -> None:
+        waiting = self._waiting()
+        if waiting is not None:
+            waiting.turn_ended(end)
 
 
 class Waiter:

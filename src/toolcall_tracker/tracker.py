@@ -35,7 +35,7 @@ import anyio.lowlevel
 from ._consume_misuse import check_source
 from ._reducer import IgnoreReason
 from ._sources import close_source, why_stopped
-from ._waiting import ARGS_PARSED, DONE_ONLY, READY_CHECKPOINTS, ReadyCalls, Waiting
+from ._waiting import ARGS_PARSED, DONE_ONLY, READY_CHECKPOINTS, ReadyCalls, Relay, Waiting
 from .calls import Status, ToolCall
 from .changes import ChangeListener
 from .errors import InvalidEvent, TrackerClosed
@@ -87,7 +87,9 @@ class ToolCallTracker:
             on_ignored=on_ignored, limits=limits, keep_finished=keep_finished
         )
         self._waiting = waiting = Waiting(machine)
-        machine.subscribe(waiting)  # first: waiters learn of a change before anybody else
+        # First: waiters learn of a change before anybody else. (Through a relay holding
+        # it weakly: no reference cycle, so a finished turn is freed without the collector.)
+        machine.subscribe(Relay(waiting))
         self._skip_invalid = skip_invalid
         self._consumers: set[anyio.CancelScope] = set()
         self._on_close: dict[int, Callable[[], object]] = {}

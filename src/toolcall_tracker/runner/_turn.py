@@ -38,7 +38,7 @@ from ._policy import RunPolicy
 from ._ports import Link
 from ._slots import TurnSlots
 from ._start import Entry, run_tool
-from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState, Step
+from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState
 
 if TYPE_CHECKING:
     from ._otel import TurnSpans
@@ -74,7 +74,7 @@ class Turn(ChangeListener):
         self._resumed = resumed
         nonce = resumed.nonce if resumed is not None else None  # (None: made when needed)
         self._desk = ApprovalDesk(policy.signer, nonce, link, tracker)
-        self._table = CallTable(listener, self._moved)
+        self._table = CallTable(listener)
         self._slots = TurnSlots(
             policy.capacity,
             policy.options.max_concurrency or math.inf,
@@ -186,17 +186,17 @@ class Turn(ChangeListener):
         """Apply ``event`` to ``item`` through ``TRANSITIONS``; ``False`` if ignored."""
         if not self._table.holds(item) and item.state is not S.STREAMING:
             return False  # it left the table
-        cell = TRANSITIONS[item.state][event]
+        cell = _CELLS[item.state][event]
         if cell is None:
             return False
-        step, targets = cell
-        _STEPS[step](self, item, event, targets, payload)
+        take, targets = cell
+        take(self, item, event, targets, payload)
         return True
 
     def _move(
         self, item: Entry, after: RunnerState, event: RunnerEvent, targets: tuple[RunnerState, ...]
     ) -> None:
-        self._table.move(item, after, event, targets)
+        self._table.move(item, after, event, targets, self._moved)
 
     def _moved(self, item: Entry, before: RunnerState) -> None:
         if before is S.AWAITING_APPROVAL and item.state is not S.AWAITING_APPROVAL:
@@ -416,7 +416,8 @@ class Turn(ChangeListener):
             item.slot = False
             assert item.spec is not None
             self._slots.give_back(item.spec.name, runner_wide=not item.released_by_thread)
-            self._dispatch()
+            if self._slots.queue:  # (the queue empties only in _dispatch, which then stops
+                self._dispatch()  # listening for capacity)
 
     # -- the tracker's feed and the control ---------------------------------------------
 
@@ -497,5 +498,12 @@ def _nothing() -> None:
     pass
 
 
-_STEPS: Final = {step: getattr(Turn, "_step_" + step.name.lower()) for step in Step}
-"""Each ``Step`` of the table, as the turn's method that takes it (built once)."""
+_CELLS: Final = {
+    state: {
+        event: None if cell is None else (getattr(Turn, f"_step_{cell[0].name.lower()}"), cell[1])
+        for event, cell in row.items()
+    }
+    for state, row in TRANSITIONS.items()
+}
+"""``TRANSITIONS`` with each step resolved to the turn's method that takes it (built once,
+so firing an event is two look-ups)."""
