@@ -33,7 +33,8 @@ DONE_ONLY: Final = frozenset({Status.DONE})
 READY_CHECKPOINTS: Final = 3
 """How many times ``consume`` yields to the event loop after an item that woke a waiting
 task (``ready_calls()``, ``wait_ready``...); after an item that makes a call ready while
-nobody waits, it yields once; after any other item, never.
+nobody waits, it yields once (at most once per :data:`IDLE_READY_INTERVAL`); after any
+other item, never.
 
 A woken task needs event-loop iterations of its own before a tool's first line runs: the
 ``ready_calls()`` iterator resumes, ``start_soon`` schedules the tool's task, and that task
@@ -45,6 +46,13 @@ before ``consume`` reads the next item even from a source that never blocks
 """
 
 
+IDLE_READY_INTERVAL: Final = 0.001
+"""Seconds: while nobody waits, ``consume`` yields once after a call becomes ready (the
+first one always), so that a task started beside it (a runner about to wait) gets to run
+even if the source never blocks, and then at most once per interval: a stream of many
+small calls nobody waits for does not pay an event-loop iteration per call."""
+
+
 class Waiting(ChangeListener):
     """Waiters, ready calls and timelines of one tracker, kept by the machine's feed."""
 
@@ -53,6 +61,7 @@ class Waiting(ChangeListener):
         "_closed_event",
         "_iterators",
         "_machine",
+        "_next_idle_yield",
         "_stream_event",
         "_waiters",
         "_woken",
@@ -74,6 +83,7 @@ class Waiting(ChangeListener):
         # How often consume should yield before its next item: READY_CHECKPOINTS once a
         # waiting task was woken, 1 once a call became ready, 0 if neither happened.
         self.woke = 0
+        self._next_idle_yield = 0.0  # (monotonic) see IDLE_READY_INTERVAL
         self._waiters: dict[str, Waiter] = {}  # by id: waiting, not woken yet
         # By id: woken, and some of their tasks have not run yet. Each later change of the
         # call updates them, so a task that runs after the call was forgotten still sees
@@ -96,11 +106,12 @@ class Waiting(ChangeListener):
             self.ready[call_id] = snapshot
             if self._iterators:
                 self._deliver(snapshot)
-            # consume yields after every newly ready call, even if nobody waits yet: a
-            # runner task started just before consume must get to run while the stream
-            # goes on, whatever the source does.
-            if not self.woke:
+            # consume yields after a newly ready call even if nobody waits yet (at most
+            # once per IDLE_READY_INTERVAL): a runner task started just before consume must
+            # get to run while the stream goes on, whatever the source does.
+            if not self.woke and now >= self._next_idle_yield:
                 self.woke = 1
+                self._next_idle_yield = now + IDLE_READY_INTERVAL
             self._wake_stream()
         else:
             timeline = self.timelines[call_id]

@@ -206,11 +206,12 @@ class ToolCallTracker:
         Returns when the source is exhausted; that ends the turn normally (``End(ok=True,
         reason="source exhausted")``) unless the source sent its own ``end``. After each
         item that wakes a waiting task it yields to the event loop :data:`READY_CHECKPOINTS`
-        (3) times, after one that makes a call ready while nobody waits once, and after
-        no other item: enough for a tool started through ``ready_calls()`` +
-        ``start_soon`` or by :class:`~toolcall_tracker.runner.ToolRunner` to run its first
-        line before the next item is read, on asyncio and trio, even if the source never
-        blocks (a burst of events from one socket read).
+        (3) times, after one that makes a call ready while nobody waits once (at most once
+        a millisecond: the first such item always), and after no other item: enough for
+        a tool started through ``ready_calls()`` + ``start_soon`` or by
+        :class:`~toolcall_tracker.runner.ToolRunner` to run its first line before the next
+        item is read, on asyncio and trio, even if the source never blocks (a burst of
+        events from one socket read).
 
         If the source raises, a malformed event arrives (without ``skip_invalid``) or the
         task is cancelled, the turn ends not ok (pending calls fail, every waiter wakes)
