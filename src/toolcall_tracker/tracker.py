@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterable, Callable, Coroutine
-from dataclasses import replace
 from types import TracebackType
 from typing import Any, TypeGuard, cast
 
@@ -35,7 +34,17 @@ import anyio.lowlevel
 from ._consume_misuse import check_source
 from ._reducer import IgnoreReason
 from ._sources import close_source, why_stopped
-from ._waiting import ARGS_PARSED, DONE_ONLY, READY_CHECKPOINTS, ReadyCalls, Relay, Waiting
+from ._waiting import (
+    ARGS_PARSED,
+    DONE_ONLY,
+    READY_CHECKPOINTS,
+    TOOL_FINISHED,
+    TOOL_STARTED,
+    ReadyCalls,
+    Relay,
+    Waiting,
+    timeline_of,
+)
 from .calls import Status, ToolCall
 from .changes import ChangeListener
 from .errors import InvalidEvent, TrackerClosed
@@ -206,7 +215,7 @@ class ToolCallTracker:
         Returns when the source is exhausted; that ends the turn normally (``End(ok=True,
         reason="source exhausted")``) unless the source sent its own ``end``. After each
         item that wakes a waiting task it yields to the event loop :data:`READY_CHECKPOINTS`
-        (3) times, after one that makes a call ready while nobody waits once (at most once
+        (3) times, after one that makes a call ready while nobody waits twice (at most once
         a millisecond: the first such item always), and after no other item: enough for
         a tool started through ``ready_calls()`` + ``start_soon`` or by
         :class:`~toolcall_tracker.runner.ToolRunner` to run its first line before the next
@@ -369,23 +378,23 @@ class ToolCallTracker:
 
     def timeline(self, call_id: str) -> CallTimeline | None:
         """A copy of call ``call_id``'s :class:`CallTimeline`, or ``None`` if unknown."""
-        timeline = self._waiting.timelines.get(call_id)
-        return None if timeline is None else replace(timeline)
+        times = self._waiting.timelines.get(call_id)
+        return None if times is None else timeline_of(times)
 
     def mark_tool_started(self, call_id: str) -> None:
         """Record, for the timeline, that the tool of call ``call_id`` starts now.
 
         Tool runners call this (and :meth:`mark_tool_finished`); unknown ids are ignored.
         """
-        timeline = self._waiting.timelines.get(call_id)
-        if timeline is not None:
-            timeline.tool_started = time.monotonic()
+        times = self._waiting.timelines.get(call_id)
+        if times is not None:
+            times[TOOL_STARTED] = time.monotonic()
 
     def mark_tool_finished(self, call_id: str) -> None:
         """Record, for the timeline, that the tool of call ``call_id`` finished now."""
-        timeline = self._waiting.timelines.get(call_id)
-        if timeline is not None:
-            timeline.tool_finished = time.monotonic()
+        times = self._waiting.timelines.get(call_id)
+        if times is not None:
+            times[TOOL_FINISHED] = time.monotonic()
 
     @property
     def closed(self) -> bool:
