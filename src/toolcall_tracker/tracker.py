@@ -404,8 +404,8 @@ class ToolCallTracker:
     async def wait_closed(self) -> None:
         """Wait until the tracker is closed (:meth:`aclose`); return at once if it is.
 
-        The tool runner watches this, so that closing the tracker reaches the calls that
-        wait for an approval or a slot.
+        To react without a task parked here, see :meth:`on_close` (the tool runner's way
+        of ending the calls that wait for an approval or a slot).
         """
         await self._waiting.wait_closed()
 
