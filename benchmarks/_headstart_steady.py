@@ -45,6 +45,8 @@ from toolcall_tracker import ToolCallTracker, ToolRunner, tool
 CALLS, ARGS, FRAGMENT, MAX_READ, MAX_READ_BYTES = 3, 120, 8, 6, 4096
 WARM_UP = 1.0  # seconds: turns that begin earlier are not counted (a quarter of short runs)
 GC_THRESHOLD0 = 20_000
+GRACE = 2.0  # seconds after the end: turns still running then are cut off
+BASELINE_SECONDS = 6.0  # the sources-only baseline (1 s of warm-up, 5 s measured)
 
 
 def recommended_gc() -> None:
@@ -135,21 +137,23 @@ async def turn_loop(
         stamps = _Stamps()
         counted = time.monotonic() - begin >= warm_up
         feed = source(events, sizes, rate, rng, stamps)
-        if runner is None:
-            async for _ in feed:
-                pass
-        else:
-            async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
-                tg.start_soon(tracker.consume, feed)
-                calls = await runner.run(tracker)
+        try:
+            if runner is None:
+                async for _ in feed:
+                    pass
+            else:
+                async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
+                    tg.start_soon(tracker.consume, feed)
+                    calls = await runner.run(tracker)
+                if counted:
+                    for call, ready in zip(calls, readies, strict=True):
+                        timeline = tracker.timeline(call.id)
+                        if timeline is not None and timeline.tool_started is not None:
+                            loop.latencies.append(timeline.tool_started - stamps.stamps[ready])
+        finally:  # (a turn cut off at the end of a saturated run counts what it read)
             if counted:
-                for call, ready in zip(calls, readies, strict=True):
-                    timeline = tracker.timeline(call.id)
-                    if timeline is not None and timeline.tool_started is not None:
-                        loop.latencies.append(timeline.tool_started - stamps.stamps[ready])
-        if counted:
-            loop.items += len(stamps.stamps)
-            loop.lag = max(loop.lag, stamps.lag)
+                loop.items += len(stamps.stamps)
+                loop.lag = max(loop.lag, stamps.lag)
         turn += 1
 
 
@@ -179,9 +183,12 @@ async def run_level(turns: int, seconds: float, rate: float, library: bool) -> d
     gc.callbacks.append(on_gc)
     cpu = time.process_time()
     try:
-        async with anyio.create_task_group() as tg:
-            for index, loop in enumerate(loops):
-                tg.start_soon(turn_loop, index, runner, rate, until, begin, loop)
+        # A saturated process would take ever longer to finish its turns: GRACE after the
+        # end, the turns still running are cut off.
+        with anyio.move_on_after(seconds + GRACE):
+            async with anyio.create_task_group() as tg:
+                for index, loop in enumerate(loops):
+                    tg.start_soon(turn_loop, index, runner, rate, until, begin, loop)
     finally:
         cpu = time.process_time() - cpu
         gc.callbacks.remove(on_gc)
@@ -278,13 +285,15 @@ def steady_phase(
 ) -> list[dict[str, Any]]:
     """Every level: the library with the recommended collector setting (median of
     ``repeats`` runs) and with the default collector (one run), beside the sources-only
-    baseline (one run, recommended setting); then where one process saturates and the
-    memory per idle turn and per pending call."""
+    baseline (one shorter run, :data:`BASELINE_SECONDS`, recommended setting: its CPU per
+    item is what is subtracted); then where one process saturates and the memory per idle
+    turn and per pending call."""
     rows: list[dict[str, Any]] = []
     for level in levels:
         load = load_average()
         recommended_gc()
-        base = anyio.run(run_level, level, seconds, rate, False, backend=backend)
+        base_seconds = min(seconds, BASELINE_SECONDS)
+        base = anyio.run(run_level, level, base_seconds, rate, False, backend=backend)
         runs = []
         for _ in range(repeats):
             recommended_gc()
