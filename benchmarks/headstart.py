@@ -35,12 +35,10 @@ It reports:
    library, over the items), and where one process saturates.
 4. **Recorded streams**: the real recordings in ``../shared/real-streams/recorded/`` (read
    in place, never copied), re-timed at the token rate, with the same latency report.
-5. **Steady load** (``_headstart_steady.py``): turn loops back to back, sources waking once
-   per simulated network read, at 100, 300, 1,000 and 2,000 turns: the recommended
-   collector setting (median of 3 runs) beside the default collector, the load average,
-   where one process saturates and the memory per idle turn and per pending call. Alone
-   (``--part steady``) it takes about 8 minutes for both backends;
-   ``--steady-levels 300,1000`` (and ``--backend``) run fewer.
+5. **Steady load** (``_headstart_steady.py``): turn loops back to back at 100 to 2,000
+   turns, sources waking once per simulated network read, recommended GC (median of 3)
+   beside the default, with the load average, saturation and memory (``--part steady``:
+   about 8 minutes; ``--steady-levels 300,1000`` and ``--backend`` run fewer).
 
 The targets (printed ok/MISS, never failing the run): completing item to tool start p99
 under 1 ms for a single turn and under 2 ms with 100 concurrent turns at 50 items/s each,
@@ -473,9 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--levels", help="concurrent turns under load, e.g. 1,100,300")
     p.add_argument("--steady-levels", help="concurrent turn loops in part 5, e.g. 100,1000")
     p.add_argument("--steady-seconds", type=float, help="seconds per run of part 5 (>= 11)")
-    p.add_argument(
-        "--steady-repeats", type=int, help="runs per level with the recommended GC (median; 3)"
-    )
+    p.add_argument("--steady-repeats", type=int, help="recommended-GC runs per level (3)")
     args = p.parse_args(argv)
     cfg = config("quick" if args.quick else "full")
     if args.backend:
@@ -486,10 +482,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg.load_levels = tuple(int(n) for n in args.levels.split(","))
     if args.steady_levels:
         cfg.steady_levels = tuple(int(n) for n in args.steady_levels.split(","))
-    if args.steady_seconds:
-        cfg.steady_seconds = args.steady_seconds
-    if args.steady_repeats:
-        cfg.steady_repeats = args.steady_repeats
+    cfg.steady_seconds = args.steady_seconds or cfg.steady_seconds
+    cfg.steady_repeats = args.steady_repeats or cfg.steady_repeats
     if args.recorded:
         cfg.recorded_dir = Path(args.recorded)
     if args.no_recorded:

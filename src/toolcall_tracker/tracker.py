@@ -419,17 +419,13 @@ class ToolCallTracker:
         an exception it raises is logged (``toolcall_tracker`` logger) and the others still
         run.
         """
-        if self._waiting.closed:
-            callback()
-            return _nothing
         key = self._next_key
         self._next_key = key + 1
-        self._on_close[key] = callback
-
-        def unregister() -> None:
-            self._on_close.pop(key, None)
-
-        return unregister
+        if self._waiting.closed:
+            callback()
+        else:
+            self._on_close[key] = callback
+        return lambda: self._on_close.pop(key, None) and None
 
     # -- closing ----------------------------------------------------------------------
 
@@ -477,10 +473,6 @@ class ToolCallTracker:
         raise TrackerClosed(
             "this tracker is closed and accepts no more events; use a new tracker for the next turn"
         )
-
-
-def _nothing() -> None:
-    pass
 
 
 def _is_item_source(source: object) -> TypeGuard[ItemSource]:

@@ -38,7 +38,7 @@ from ._policy import RunPolicy
 from ._ports import Link
 from ._slots import TurnSlots
 from ._start import Entry, run_tool
-from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState
+from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState, resolved
 
 if TYPE_CHECKING:
     from ._otel import TurnSpans
@@ -110,7 +110,7 @@ class Turn(ChangeListener):
         if self.spans is not None:
             tracker.subscribe(self.spans)
         self._token = anyio.lowlevel.current_token().native_token
-        unregister = _nothing
+        unregister = None
         try:
             with anyio.CancelScope(deadline=min(self._timeout_at, self._deadline_at)) as scope:
                 self._scope = scope
@@ -140,7 +140,8 @@ class Turn(ChangeListener):
             self._sweep(E.CANCEL, lambda call, started: outcomes.cancelled(call, started, reason))
             raise
         finally:
-            unregister()
+            if unregister is not None:
+                unregister()
             self._tg = None
             self._slots.listen(False, None, self._dispatch)
             tracker.unsubscribe(self)
@@ -163,9 +164,8 @@ class Turn(ChangeListener):
         self._idle = None
 
     def _expired_now(self) -> bool:
-        return (ends := min(self._timeout_at, self._deadline_at)) < math.inf and (
-            anyio.current_time() >= ends
-        )
+        ends = min(self._timeout_at, self._deadline_at)
+        return ends < math.inf and anyio.current_time() >= ends
 
     def _unsettled(self) -> bool:
         """Whether a call still waits for something the turn must see through: a predicate,
@@ -494,16 +494,4 @@ class Turn(ChangeListener):
         )
 
 
-def _nothing() -> None:
-    pass
-
-
-_CELLS: Final = {
-    state: {
-        event: None if cell is None else (getattr(Turn, f"_step_{cell[0].name.lower()}"), cell[1])
-        for event, cell in row.items()
-    }
-    for state, row in TRANSITIONS.items()
-}
-"""``TRANSITIONS`` with each step resolved to the turn's method that takes it (built once,
-so firing an event is two look-ups)."""
+_CELLS: Final = resolved(TRANSITIONS, Turn)  # each step as the turn's method, built once
