@@ -316,7 +316,7 @@ def steady_phase(
             )
     default_gc()
     rows.append({"backend": backend, "saturation": saturation(rows, rate)})
-    idle = min(max(levels), 1000)
+    idle = min(max(200, *levels), 1000)  # (at least 200: fewer turns measure noise)
     rows.append({"backend": backend, "memory": anyio.run(memory, idle, backend=backend)})
     return rows
 
