@@ -17,9 +17,11 @@ baseline runs the same loops with the same reads and drains them without the lib
 Reported: completing item (the ``ready``, stamped right after the source yields it) to tool
 start (``tracker.timeline(id).tool_started``) p50/p99/max over the steady state (turns that
 began after the first second), the library's CPU per item over the baseline's, the longest
-garbage-collection pause and event-loop lag, and (from a separate small run under
-tracemalloc) memory per idle turn and per pending call. Each configuration runs with the
-default collector and with the recommended setting (:func:`recommended_gc`).
+garbage-collection pause and event-loop lag, and (from a separate run under tracemalloc)
+memory per idle turn and per pending call. Each level runs with the recommended setting
+(:func:`recommended_gc`; the median of several runs) and with the default collector (one
+run); the 1-minute load average is recorded before each level, and the report says where
+one process saturates.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 import random
+import statistics
 import time
 import tracemalloc
 from collections.abc import AsyncIterator
@@ -41,6 +45,8 @@ from toolcall_tracker import ToolCallTracker, ToolRunner, tool
 CALLS, ARGS, FRAGMENT, MAX_READ, MAX_READ_BYTES = 3, 120, 8, 6, 4096
 WARM_UP = 1.0  # seconds: turns that begin earlier are not counted (a quarter of short runs)
 GC_THRESHOLD0 = 20_000
+GRACE = 2.0  # seconds after the end: turns still running then are cut off
+BASELINE_SECONDS = 6.0  # the sources-only baseline (1 s of warm-up, 5 s measured)
 
 
 def recommended_gc() -> None:
@@ -131,21 +137,23 @@ async def turn_loop(
         stamps = _Stamps()
         counted = time.monotonic() - begin >= warm_up
         feed = source(events, sizes, rate, rng, stamps)
-        if runner is None:
-            async for _ in feed:
-                pass
-        else:
-            async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
-                tg.start_soon(tracker.consume, feed)
-                calls = await runner.run(tracker)
+        try:
+            if runner is None:
+                async for _ in feed:
+                    pass
+            else:
+                async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
+                    tg.start_soon(tracker.consume, feed)
+                    calls = await runner.run(tracker)
+                if counted:
+                    for call, ready in zip(calls, readies, strict=True):
+                        timeline = tracker.timeline(call.id)
+                        if timeline is not None and timeline.tool_started is not None:
+                            loop.latencies.append(timeline.tool_started - stamps.stamps[ready])
+        finally:  # (a turn cut off at the end of a saturated run counts what it read)
             if counted:
-                for call, ready in zip(calls, readies, strict=True):
-                    timeline = tracker.timeline(call.id)
-                    if timeline is not None and timeline.tool_started is not None:
-                        loop.latencies.append(timeline.tool_started - stamps.stamps[ready])
-        if counted:
-            loop.items += len(stamps.stamps)
-            loop.lag = max(loop.lag, stamps.lag)
+                loop.items += len(stamps.stamps)
+                loop.lag = max(loop.lag, stamps.lag)
         turn += 1
 
 
@@ -175,9 +183,12 @@ async def run_level(turns: int, seconds: float, rate: float, library: bool) -> d
     gc.callbacks.append(on_gc)
     cpu = time.process_time()
     try:
-        async with anyio.create_task_group() as tg:
-            for index, loop in enumerate(loops):
-                tg.start_soon(turn_loop, index, runner, rate, until, begin, loop)
+        # A saturated process would take ever longer to finish its turns: GRACE after the
+        # end, the turns still running are cut off.
+        with anyio.move_on_after(seconds + GRACE):
+            async with anyio.create_task_group() as tg:
+                for index, loop in enumerate(loops):
+                    tg.start_soon(turn_loop, index, runner, rate, until, begin, loop)
     finally:
         cpu = time.process_time() - cpu
         gc.callbacks.remove(on_gc)
@@ -246,23 +257,57 @@ async def _turn(runner: ToolRunner, feed: AsyncIterator[Any]) -> None:
         await runner.run(tracker)
 
 
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's median over ``runs`` (latency figures each on their own)."""
+    if len(runs) == 1:
+        return runs[0]
+    merged: dict[str, Any] = {}
+    for key, value in runs[0].items():
+        if isinstance(value, dict):
+            merged[key] = _median([run[key] for run in runs])
+        elif value is None or any(run[key] is None for run in runs):
+            merged[key] = None
+        else:
+            merged[key] = statistics.median(run[key] for run in runs)
+    return merged
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (``None`` where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # pragma: no cover (no load average on this platform)
+        return None
+
+
 def steady_phase(
-    backend: str, levels: tuple[int, ...], seconds: float, rate: float
+    backend: str, levels: tuple[int, ...], seconds: float, rate: float, repeats: int = 3
 ) -> list[dict[str, Any]]:
-    """Every level with the default collector and with :func:`recommended_gc`, each beside
-    its sources-only baseline (same collector setting)."""
+    """Every level: the library with the recommended collector setting (median of
+    ``repeats`` runs) and with the default collector (one run), beside the sources-only
+    baseline (one shorter run, :data:`BASELINE_SECONDS`, recommended setting: its CPU per
+    item is what is subtracted); then where one process saturates and the memory per idle
+    turn and per pending call."""
     rows: list[dict[str, Any]] = []
     for level in levels:
-        for setting, apply in (("default", default_gc), ("recommended", recommended_gc)):
-            apply()
-            base = anyio.run(run_level, level, seconds, rate, False, backend=backend)
-            apply()
-            lib = anyio.run(run_level, level, seconds, rate, True, backend=backend)
+        load = load_average()
+        recommended_gc()
+        base_seconds = min(seconds, BASELINE_SECONDS)
+        base = anyio.run(run_level, level, base_seconds, rate, False, backend=backend)
+        runs = []
+        for _ in range(repeats):
+            recommended_gc()
+            runs.append(anyio.run(run_level, level, seconds, rate, True, backend=backend))
+        default_gc()
+        plain = anyio.run(run_level, level, seconds, rate, True, backend=backend)
+        for setting, lib, count in (("recommended", _median(runs), repeats), ("default", plain, 1)):
             rows.append(
                 {
                     "backend": backend,
                     "turns": level,
                     "gc": setting,
+                    "runs": count,
+                    "load_average": load,
                     "library": lib,
                     "baseline": base,
                     "extra_cpu_us_per_item": lib["cpu_us_per_item"] - base["cpu_us_per_item"],
@@ -270,16 +315,66 @@ def steady_phase(
                 }
             )
     default_gc()
-    rows.append({"backend": backend, "memory": anyio.run(memory, 200, backend=backend)})
+    rows.append({"backend": backend, "saturation": saturation(rows, rate)})
+    idle = min(max(200, *levels), 1000)  # (at least 200: fewer turns measure noise)
+    rows.append({"backend": backend, "memory": anyio.run(memory, idle, backend=backend)})
     return rows
+
+
+def saturation(rows: list[dict[str, Any]], rate: float) -> dict[str, Any]:
+    """Where one process saturates: the largest level that kept up (recommended setting),
+    and the estimate of one core's worth of turns from the CPU per item (library and
+    sources together) measured at that level (at the smallest level if none kept up)."""
+    measured = [row for row in rows if row["gc"] == "recommended"]
+    kept = [row for row in measured if row["keeps_up"]]
+    if not measured:
+        return {"kept_up_to": 0, "estimated_turns": None, "cpu_us_per_item": None}
+    row = max(kept, key=lambda row: row["turns"]) if kept else min(measured, key=_turns)
+    cpu = row["library"]["cpu_us_per_item"]
+    return {
+        "kept_up_to": row["turns"] if kept else 0,
+        "cpu_us_per_item": cpu,
+        "estimated_turns": 1e6 / cpu / rate if cpu > 0 else None,
+    }
+
+
+TARGETS = (("asyncio", 1000, 2.0), ("trio", 300, 4.0))
+"""(backend, turns, p99 limit in ms): the issue's latency targets for this workload."""
+
+
+def targets(rows: list[dict[str, Any]]) -> list[tuple[str, float | None, float]]:
+    """``(what, measured, limit)`` for every target a row of the table answers (the
+    recommended setting's medians): p99 latency, the longest collector pause (20 ms) and
+    the library's CPU per item (5 us) at the levels that kept up."""
+    found: list[tuple[str, float | None, float]] = []
+    for row in rows:
+        if row.get("gc") != "recommended":
+            continue
+        name, lib = f"{row['backend']} {row['turns']:,} turns", row["library"]
+        for backend, turns, limit in TARGETS:
+            if (row["backend"], row["turns"]) == (backend, turns):
+                found.append((f"{name}: p99 ms <", lib["latency"]["p99_ms"], limit))
+        found.append((f"{name}: longest GC pause ms <=", lib["max_gc_pause_ms"], 20.0))
+        if row["keeps_up"]:
+            found.append((f"{name}: library CPU us per item <=", row["extra_cpu_us_per_item"], 5.0))
+    return found
+
+
+def _turns(row: dict[str, Any]) -> int:
+    return int(row["turns"])
 
 
 def report(rows: list[dict[str, Any]], out: Any) -> None:
     """Print the steady-load table (one row per backend, level and collector setting)."""
     print("\n== steady load: turns back to back, 3 calls x ~120 B in 8-byte fragments,", file=out)
-    print("   50 items/s per turn in reads of 1-6 items, one eager tool", file=out)
-    head = "backend  turns  gc           items/s   p50 ms   p99 ms   max ms  +cpu us/item"
-    print(head + "  gc pause ms  lag ms  keeps up", file=out)
+    print("   50 items/s per turn in reads of 1-6 items, one eager tool; recommended GC:", file=out)
+    print(
+        f"   gc.freeze() + gc.set_threshold({GC_THRESHOLD0}, 10, 10), median of its runs;"
+        " default GC: one run; load = 1-min load average before the level",
+        file=out,
+    )
+    head = "backend  turns  gc           runs  load   items/s   p50 ms   p99 ms   max ms"
+    print(head + "  +cpu us/item  gc pause ms  lag ms  keeps up", file=out)
     for row in rows:
         if "memory" in row:
             mem = row["memory"]
@@ -289,12 +384,28 @@ def report(rows: list[dict[str, Any]], out: Any) -> None:
                 file=out,
             )
             continue
+        if "saturation" in row:
+            sat = row["saturation"]
+            estimate = sat["estimated_turns"]
+            guess = f"about {estimate:,.0f} turns" if estimate else "not estimated"
+            print(
+                f"{row['backend']:<8} saturation: kept up to {sat['kept_up_to']:,} turns;"
+                f" one core's worth at the CPU per item measured there: {guess}",
+                file=out,
+            )
+            continue
         lib, lat = row["library"], row["library"]["latency"]
         cells = [lat[k] for k in ("p50_ms", "p99_ms", "max_ms")]
         shown = " ".join(f"{c:8.2f}" if c is not None else "       -" for c in cells)
+        load = row["load_average"]
         print(
-            f"{row['backend']:<8} {row['turns']:>5}  {row['gc']:<11} {lib['items_per_s']:>8,.0f}"
+            f"{row['backend']:<8} {row['turns']:>5}  {row['gc']:<11} {row['runs']:>5}"
+            f" {load if load is not None else math.nan:>5.2f} {lib['items_per_s']:>9,.0f}"
             f" {shown} {row['extra_cpu_us_per_item']:>13.1f} {lib['max_gc_pause_ms']:>12.1f}"
             f" {lib['max_lag_ms']:>7.1f}  {'yes' if row['keeps_up'] else 'NO'}",
             file=out,
         )
+    for what, value, limit in targets(rows):
+        ok = value is not None and value <= limit
+        shown = "-" if value is None else f"{value:.2f}"
+        print(f"{'ok  ' if ok else 'MISS'}  {what} {limit:g}: {shown}", file=out)

@@ -3,7 +3,8 @@ complete, while the model is still streaming.
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/headstart.py                  # full run (about 5 minutes)
+    .venv/bin/python benchmarks/headstart.py                  # full run (about 13 minutes)
+    .venv/bin/python benchmarks/headstart.py --part steady    # the load table (about 8 min)
     .venv/bin/python benchmarks/headstart.py --quick          # seconds: proves it runs (CI)
     .venv/bin/python benchmarks/headstart.py --json out.json  # also write every figure
     .venv/bin/python benchmarks/headstart.py --part load --levels 100,300 --backend trio
@@ -34,8 +35,10 @@ It reports:
    library, over the items), and where one process saturates.
 4. **Recorded streams**: the real recordings in ``../shared/real-streams/recorded/`` (read
    in place, never copied), re-timed at the token rate, with the same latency report.
-5. **Steady load** (``_headstart_steady.py``): turn loops back to back, sources waking once
-   per simulated network read, with the default collector and the recommended setting.
+5. **Steady load** (``_headstart_steady.py``): turn loops back to back at 100 to 2,000
+   turns, sources waking once per simulated network read, recommended GC (median of 3)
+   beside the default, with the load average, saturation and memory (``--part steady``:
+   about 8 minutes; ``--steady-levels 300,1000`` and ``--backend`` run fewer).
 
 The targets (printed ok/MISS, never failing the run): completing item to tool start p99
 under 1 ms for a single turn and under 2 ms with 100 concurrent turns at 50 items/s each,
@@ -92,8 +95,9 @@ class Config:
     recorded_tool: float = 0.05
     backends: tuple[str, ...] = ("asyncio", "trio")
     parts: tuple[str, ...] = ("single", "load", "recorded", "steady")
-    steady_levels: tuple[int, ...] = (1000,)  # concurrent turn loops (part 5)
+    steady_levels: tuple[int, ...] = (100, 300, 1000, 2000)  # concurrent turn loops (part 5)
     steady_seconds: float = 11.0  # per run: 1 s of warm-up, then the steady state
+    steady_repeats: int = 3  # runs of the recommended GC setting per level (median)
     seed: str = "headstart"
 
 
@@ -111,6 +115,7 @@ def config(mode: str) -> Config:
         load_window=0.1,
         steady_levels=(20,),
         steady_seconds=1.2,
+        steady_repeats=1,
         load_variants=2,
         recorded_limit=2,
         recorded_concurrent=True,
@@ -430,7 +435,7 @@ def run_all(cfg: Config, out: Any = None) -> dict[str, Any]:
             row
             for backend in cfg.backends
             for row in steady.steady_phase(
-                backend, cfg.steady_levels, cfg.steady_seconds, cfg.load_rate
+                backend, cfg.steady_levels, cfg.steady_seconds, cfg.load_rate, cfg.steady_repeats
             )
         ]
         steady.report(data["steady"], out)
@@ -466,6 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--levels", help="concurrent turns under load, e.g. 1,100,300")
     p.add_argument("--steady-levels", help="concurrent turn loops in part 5, e.g. 100,1000")
     p.add_argument("--steady-seconds", type=float, help="seconds per run of part 5 (>= 11)")
+    p.add_argument("--steady-repeats", type=int, help="recommended-GC runs per level (3)")
     args = p.parse_args(argv)
     cfg = config("quick" if args.quick else "full")
     if args.backend:
@@ -476,8 +482,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg.load_levels = tuple(int(n) for n in args.levels.split(","))
     if args.steady_levels:
         cfg.steady_levels = tuple(int(n) for n in args.steady_levels.split(","))
-    if args.steady_seconds:
-        cfg.steady_seconds = args.steady_seconds
+    cfg.steady_seconds = args.steady_seconds or cfg.steady_seconds
+    cfg.steady_repeats = args.steady_repeats or cfg.steady_repeats
     if args.recorded:
         cfg.recorded_dir = Path(args.recorded)
     if args.no_recorded:

@@ -188,7 +188,10 @@ class _CallRecord:
         self.id = call_id
         self.name = name
         self.status = PENDING
-        self.room = room  # characters of argument text still allowed
+        # Characters of argument text still allowed; -1 once the call is no longer
+        # pending, so that "does this fragment fit?" alone sends any fragment for a call
+        # that is not pending to the table (see append).
+        self.room = room
         self.parts: list[str] = []
         # ``parts`` is [big blocks..., small blocks..., fragments...]: every _COALESCE
         # fragments are joined into a small block, every _COALESCE small blocks into a big
@@ -212,6 +215,21 @@ class _CallRecord:
             parts.append(joined)
             self.big, self.small, self.free = 1, 0, 1 + _COALESCE
         return parts[0] if parts else ""
+
+    def append(self, text: str) -> bool:
+        """The table's APPEND for a fragment that fits: append ``text`` and return ``True``;
+        ``False`` (nothing changed) if it does not fit in the room left, which is always
+        the case for a call that is not pending (its room is -1). The one place a fragment
+        is appended: the reducer's ``_append`` and the machine's hot path both call it."""
+        room = self.room - len(text)
+        if room < 0:
+            return False
+        self.room = room
+        parts = self.parts
+        parts.append(text)
+        if len(parts) >= self.free:
+            self.coalesce()
+        return True
 
     def coalesce(self) -> None:
         """Join the last ``_COALESCE`` fragments into one block if they are small, and every
@@ -266,8 +284,7 @@ def _create(record: _CallRecord | None, call_id: str, payload: Any, limits: Limi
 
 
 def _append(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
-    room = record.room - len(payload)
-    if room < 0:
+    if not record.append(payload):  # (the table sends only pending calls here)
         received = limits.max_args_chars - record.room + len(payload)
         record.parts = []  # release the buffered text before anything else
         return _fail(
@@ -282,17 +299,13 @@ def _append(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> 
             ),
             limits,
         )
-    record.room = room
-    parts = record.parts
-    parts.append(payload)
-    if len(parts) >= record.free:
-        record.coalesce()
     return record
 
 
 def _parse(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
     text = record.text = record.args_text()
     record.parts.clear()  # keeps the list: one allocation per call, not one per step
+    record.room = -1  # no longer pending: no fragment fits
     try:
         record.args = parse_json(text)
     except _ArgumentsError as exc:
@@ -315,6 +328,7 @@ def _fail(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _C
     if record.status is PENDING:
         record.text = record.args_text()
         record.parts.clear()  # keeps the list: one allocation per call, not one per step
+        record.room = -1  # no longer pending: no fragment fits
     record.status = ERROR
     record.error = payload
     record.snapshot = None

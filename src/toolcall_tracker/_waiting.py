@@ -11,8 +11,10 @@ loop, so a waiter can never miss a change.
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
+from array import array
 from collections import deque
 from typing import Any, Final
 
@@ -33,7 +35,8 @@ DONE_ONLY: Final = frozenset({Status.DONE})
 READY_CHECKPOINTS: Final = 3
 """How many times ``consume`` yields to the event loop after an item that woke a waiting
 task (``ready_calls()``, ``wait_ready``...); after an item that makes a call ready while
-nobody waits, it yields once; after any other item, never.
+nobody waits, :data:`IDLE_READY_CHECKPOINTS` times (at most once per
+:data:`IDLE_READY_INTERVAL`); after any other item, never.
 
 A woken task needs event-loop iterations of its own before a tool's first line runs: the
 ``ready_calls()`` iterator resumes, ``start_soon`` schedules the tool's task, and that task
@@ -45,13 +48,37 @@ before ``consume`` reads the next item even from a source that never blocks
 """
 
 
+IDLE_READY_INTERVAL: Final = 0.001
+"""Seconds: while nobody waits, ``consume`` yields after a call becomes ready (the first
+one always), so that a task started beside it (a runner about to wait) gets to run even if
+the source never blocks, and then at most once per interval: a stream of many small calls
+nobody waits for does not pay event-loop iterations for every call."""
+
+IDLE_READY_CHECKPOINTS: Final = 2
+"""How many times ``consume`` yields then: two, because trio runs the tasks of one batch in
+either order; after two yields of ``consume``, every task that could run at the first has
+run (on asyncio, which runs them in order, one would do)."""
+
+
+STARTED, READY, TOOL_STARTED, TOOL_FINISHED, FINISHED = range(5)
+"""The indexes of a call's times (the fields of :class:`CallTimeline`, in order)."""
+_NO_TIMES: Final = array("d", [math.nan] * 5)
+
+
+def timeline_of(times: array[float]) -> CallTimeline:
+    """The public :class:`CallTimeline` of a call's times (``None`` for a time not yet)."""
+    return CallTimeline(*(None if at != at else at for at in times))
+
+
 class Waiting(ChangeListener):
     """Waiters, ready calls and timelines of one tracker, kept by the machine's feed."""
 
     __slots__ = (
+        "__weakref__",
         "_closed_event",
         "_iterators",
         "_machine",
+        "_next_idle_yield",
         "_stream_event",
         "_waiters",
         "_woken",
@@ -68,11 +95,16 @@ class Waiting(ChangeListener):
         # call's is dropped), and the live ready_calls() iterators, each with its own queue
         # of snapshots it has not yielded yet: memory follows what is tracked or unread.
         self.ready: dict[str, ToolCall] = {}
-        self.timelines: dict[str, CallTimeline] = {}
+        # Each call's timeline as one array of monotonic times (NaN: not yet), indexed by
+        # STARTED... FINISHED: setting a time allocates nothing. ``timeline()`` builds the
+        # public CallTimeline from it, only when asked.
+        self.timelines: dict[str, array[float]] = {}
         self._iterators: list[weakref.ref[ReadyCalls]] = []
         # How often consume should yield before its next item: READY_CHECKPOINTS once a
-        # waiting task was woken, 1 once a call became ready, 0 if neither happened.
+        # waiting task was woken, IDLE_READY_CHECKPOINTS once a call became ready while
+        # nobody waited (at most once per IDLE_READY_INTERVAL), 0 if neither happened.
         self.woke = 0
+        self._next_idle_yield = 0.0  # (monotonic) see IDLE_READY_INTERVAL
         self._waiters: dict[str, Waiter] = {}  # by id: waiting, not woken yet
         # By id: woken, and some of their tasks have not run yet. Each later change of the
         # call updates them, so a task that runs after the call was forgotten still sees
@@ -87,27 +119,29 @@ class Waiting(ChangeListener):
         now = time.monotonic()
         snapshot: ToolCall | None = None
         if after is _PENDING:
-            self.timelines[call_id] = CallTimeline(started=now)
+            times = self.timelines[call_id] = _NO_TIMES[:]  # one allocation per call
+            times[STARTED] = now
         elif after is _RUNNING:
-            self.timelines[call_id].ready = now
+            self.timelines[call_id][READY] = now
             snapshot = self._machine.get(call_id)
             assert snapshot is not None
             self.ready[call_id] = snapshot
             if self._iterators:
                 self._deliver(snapshot)
-            # consume yields after every newly ready call, even if nobody waits yet: a
-            # runner task started just before consume must get to run while the stream
-            # goes on, whatever the source does.
-            if not self.woke:
-                self.woke = 1
+            # consume yields after a newly ready call even if nobody waits yet (at most
+            # once per IDLE_READY_INTERVAL): a runner task started just before consume must
+            # get to run while the stream goes on, whatever the source does.
+            if not self.woke and now >= self._next_idle_yield:
+                self.woke = IDLE_READY_CHECKPOINTS
+                self._next_idle_yield = now + IDLE_READY_INTERVAL
             self._wake_stream()
         else:
-            timeline = self.timelines[call_id]
-            if timeline.ready is None and before is _PENDING:
+            times = self.timelines[call_id]
+            if before is _PENDING and times[READY] != times[READY]:  # (NaN: never ready)
                 snapshot = self._machine.get(call_id)
                 if snapshot is not None and isinstance(snapshot.error, InvalidArguments):
-                    timeline.ready = now  # the arguments completed but did not parse
-            timeline.finished = now
+                    times[READY] = now  # the arguments completed but did not parse
+            times[FINISHED] = now
         if self._waiters or self._woken:
             self._wake(call_id, snapshot)
 
@@ -261,6 +295,34 @@ class Waiting(ChangeListener):
             self._stream_event = None
             event.set()
             self.woke = READY_CHECKPOINTS
+
+
+class Relay(ChangeListener):
+    """What the machine holds instead of the :class:`Waiting` itself: a weak reference
+    that forwards its changes. The waiting holds the machine, so holding the waiting back
+    would make every turn a reference cycle, left (with all its calls) for the garbage
+    collector to find; this way a finished turn is freed by reference counting. Whoever
+    can still wait (the tracker, an iterator, a waiting task) keeps the waiting alive."""
+
+    __slots__ = ("_waiting",)
+
+    def __init__(self, waiting: Waiting) -> None:
+        self._waiting = weakref.ref(waiting)
+
+    def call_changed(self, call_id: str, before: Status | None, after: Status) -> None:
+        waiting = self._waiting()
+        if waiting is not None:
+            waiting.call_changed(call_id, before, after)
+
+    def call_forgotten(self, call_id: str) -> None:
+        waiting = self._waiting()
+        if waiting is not None:
+            waiting.call_forgotten(call_id)
+
+    def turn_ended(self, end: End) -> None:
+        waiting = self._waiting()
+        if waiting is not None:
+            waiting.turn_ended(end)
 
 
 class Waiter:

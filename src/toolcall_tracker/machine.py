@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 from ._decode import decode
-from ._reducer import _STEPS, STREAM, IgnoreReason, StreamAction, _append, _CallRecord, reduce
+from ._reducer import STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
 from ._support import bounded_repr, construct
 from .calls import Status, ToolCall
 from .changes import ChangeListener
@@ -43,9 +43,6 @@ _UNKNOWN: Final = ("unknown", None, None)
 # STREAM with one more column: a type this library does not know (reported in decode).
 _STREAM_ROWS: Final = {phase: {**row, "unknown": _UNKNOWN_TYPE} for phase, row in STREAM.items()}
 _FINISHED: Final = (Status.DONE, Status.ERROR)
-_PENDING: Final = Status.PENDING
-# The hot path (_fast_delta, write_delta) does this cell of the table inline.
-assert _STEPS[_PENDING]["delta"] is _append, "the delta hot path must follow the table"
 
 
 class ToolCallStateMachine:
@@ -116,9 +113,12 @@ class ToolCallStateMachine:
         Raises:
             InvalidEvent: the event is malformed; nothing changed.
         """
-        # The hot path: a well-formed fragment for a pending call, as a plain dict or a
-        # Delta model, is appended by _fast_delta (one copy). Anything else, or anything
-        # unusual, takes the general path, which validates, decides and reports.
+        # The hot path: a well-formed fragment, as a plain dict or a Delta model, for a
+        # call that has room for it (only a pending call has any) is appended right here:
+        # the lines of _CallRecord.append (the table's APPEND), inlined to save a call per
+        # fragment; tests/test_machine_hot_path.py checks that both do the same. Anything
+        # else, or anything unusual, takes the general path, which validates, decides and
+        # reports.
         cls = type(event)
         if cls is dict:
             try:  # subscripts, not .get(): a missing key (an end, a snake_case delta) is rare
@@ -126,13 +126,24 @@ class ToolCallStateMachine:
                 call_id = event["id"]  # type: ignore[index]
             except KeyError:
                 text = None
-            if type(text) is str and type(call_id) is str and self._fast_delta(call_id, text):
-                return
         elif cls is Delta:
             call_id = event.id  # type: ignore[union-attr]
             text = event.args_text_delta  # type: ignore[union-attr]
-            if type(call_id) is str and type(text) is str and self._fast_delta(call_id, text):
-                return
+        else:
+            text = None
+        if type(text) is str and type(call_id) is str:
+            record = self._calls.get(call_id)
+            if record is not None:
+                room = record.room - len(text)
+                if room >= 0:
+                    record.room = room
+                    parts = record.parts
+                    parts.append(text)
+                    if len(parts) >= record.free:
+                        record.coalesce()
+                    if self._fragment_listeners:
+                        self._appended(call_id, text)
+                    return
         decoded = decode(event)
         if decoded is None:
             self._ignore(event, IgnoreReason.UNKNOWN_TYPE)
@@ -154,7 +165,10 @@ class ToolCallStateMachine:
         This is the hot path of every adapter: a fragment for a pending call goes straight
         to the table's delta step.
         """
-        if type(text) is str and self._fast_delta(call_id, text):
+        record = self._calls.get(call_id) if type(call_id) is str and type(text) is str else None
+        if record is not None and record.append(text):
+            if self._fragment_listeners:
+                self._appended(call_id, text)
             return
         self._write("delta", call_id, text)
 
@@ -235,38 +249,16 @@ class ToolCallStateMachine:
         return self._limits
 
     @property
+    def keep_finished(self) -> int | None:
+        """How many finished calls this machine keeps (``None``: every call)."""
+        return self._keep_finished
+
+    @property
     def end(self) -> End | None:
         """How the turn ended (the ``End`` event), or ``None`` while it is still open."""
         return self._end
 
     # -- internals --------------------------------------------------------------------
-
-    def _fast_delta(self, call_id: str, text: str) -> bool:
-        """The hot path: append fragment ``text`` to call ``call_id`` if it is the common case.
-
-        ``text`` must be a ``str``. The common case is the table's ``TRANSITIONS[pending]
-        ["delta"]`` cell, APPEND, for a fragment that fits in the call's room: it is done
-        right here (the import-time check below ties this to the table), and it returns
-        ``True``. In every other case (no such call, not pending, too large, the turn
-        ended) it changes nothing and returns ``False``, and the caller takes the general
-        path, which decides and reports. A record only exists for an id that passed
-        validation at its ``start``. Appending changes no status, so the only listeners
-        told are those subscribed to fragments: nobody else pays for them.
-        """
-        record = self._calls.get(call_id)
-        if record is None or record.status is not _PENDING:
-            return False
-        room = record.room - len(text)
-        if room < 0 or not self._deltas_route:
-            return False  # too large: _append fails the call on the general path
-        record.room = room
-        parts = record.parts
-        parts.append(text)
-        if len(parts) >= record.free:
-            record.coalesce()
-        if self._fragment_listeners:
-            self._appended(call_id, text)
-        return True
 
     def _write(self, kind: str, call_id: Any, payload: Any) -> None:
         """The general path of the ``write_*`` methods: validate, then route."""
@@ -330,7 +322,6 @@ class ToolCallStateMachine:
     def _set_phase(self, phase: str) -> None:
         self._phase = phase
         self._stream = _STREAM_ROWS[phase]
-        self._deltas_route = self._stream["delta"] is _PER_CALL
 
     def _end_turn(self, end: End) -> None:
         self._set_phase("ended")

@@ -24,8 +24,7 @@ Every blocking point has a way out:
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterable, Coroutine
-from dataclasses import replace
+from collections.abc import AsyncIterable, Callable, Coroutine
 from types import TracebackType
 from typing import Any, TypeGuard, cast
 
@@ -35,7 +34,17 @@ import anyio.lowlevel
 from ._consume_misuse import check_source
 from ._reducer import IgnoreReason
 from ._sources import close_source, why_stopped
-from ._waiting import ARGS_PARSED, DONE_ONLY, READY_CHECKPOINTS, ReadyCalls, Waiting
+from ._waiting import (
+    ARGS_PARSED,
+    DONE_ONLY,
+    READY_CHECKPOINTS,
+    TOOL_FINISHED,
+    TOOL_STARTED,
+    ReadyCalls,
+    Relay,
+    Waiting,
+    timeline_of,
+)
 from .calls import Status, ToolCall
 from .changes import ChangeListener
 from .errors import InvalidEvent, TrackerClosed
@@ -87,10 +96,13 @@ class ToolCallTracker:
             on_ignored=on_ignored, limits=limits, keep_finished=keep_finished
         )
         self._waiting = waiting = Waiting(machine)
-        machine.subscribe(waiting)  # first: waiters learn of a change before anybody else
+        # First: waiters learn of a change before anybody else. (Through a relay holding
+        # it weakly: no reference cycle, so a finished turn is freed without the collector.)
+        machine.subscribe(Relay(waiting))
         self._skip_invalid = skip_invalid
-        self._keep_finished = keep_finished
         self._consumers: set[anyio.CancelScope] = set()
+        self._on_close: dict[int, Callable[[], object]] = {}
+        self._next_key = 0
 
     # -- the machine ------------------------------------------------------------------
 
@@ -184,7 +196,7 @@ class ToolCallTracker:
     @property
     def keep_finished(self) -> int | None:
         """How many finished calls this tracker keeps (``None``: every call)."""
-        return self._keep_finished
+        return self._machine.keep_finished
 
     @property
     def end(self) -> End | None:
@@ -203,11 +215,12 @@ class ToolCallTracker:
         Returns when the source is exhausted; that ends the turn normally (``End(ok=True,
         reason="source exhausted")``) unless the source sent its own ``end``. After each
         item that wakes a waiting task it yields to the event loop :data:`READY_CHECKPOINTS`
-        (3) times, after one that makes a call ready while nobody waits once, and after
-        no other item: enough for a tool started through ``ready_calls()`` +
-        ``start_soon`` or by :class:`~toolcall_tracker.runner.ToolRunner` to run its first
-        line before the next item is read, on asyncio and trio, even if the source never
-        blocks (a burst of events from one socket read).
+        (3) times, after one that makes a call ready while nobody waits twice (at most once
+        a millisecond: the first such item always), and after no other item: enough for
+        a tool started through ``ready_calls()`` + ``start_soon`` or by
+        :class:`~toolcall_tracker.runner.ToolRunner` to run its first line before the next
+        item is read, on asyncio and trio, even if the source never blocks (a burst of
+        events from one socket read).
 
         If the source raises, a malformed event arrives (without ``skip_invalid``) or the
         task is cancelled, the turn ends not ok (pending calls fail, every waiter wakes)
@@ -365,23 +378,23 @@ class ToolCallTracker:
 
     def timeline(self, call_id: str) -> CallTimeline | None:
         """A copy of call ``call_id``'s :class:`CallTimeline`, or ``None`` if unknown."""
-        timeline = self._waiting.timelines.get(call_id)
-        return None if timeline is None else replace(timeline)
+        times = self._waiting.timelines.get(call_id)
+        return None if times is None else timeline_of(times)
 
     def mark_tool_started(self, call_id: str) -> None:
         """Record, for the timeline, that the tool of call ``call_id`` starts now.
 
         Tool runners call this (and :meth:`mark_tool_finished`); unknown ids are ignored.
         """
-        timeline = self._waiting.timelines.get(call_id)
-        if timeline is not None:
-            timeline.tool_started = time.monotonic()
+        times = self._waiting.timelines.get(call_id)
+        if times is not None:
+            times[TOOL_STARTED] = time.monotonic()
 
     def mark_tool_finished(self, call_id: str) -> None:
         """Record, for the timeline, that the tool of call ``call_id`` finished now."""
-        timeline = self._waiting.timelines.get(call_id)
-        if timeline is not None:
-            timeline.tool_finished = time.monotonic()
+        times = self._waiting.timelines.get(call_id)
+        if times is not None:
+            times[TOOL_FINISHED] = time.monotonic()
 
     @property
     def closed(self) -> bool:
@@ -391,10 +404,28 @@ class ToolCallTracker:
     async def wait_closed(self) -> None:
         """Wait until the tracker is closed (:meth:`aclose`); return at once if it is.
 
-        The tool runner watches this, so that closing the tracker reaches the calls that
-        wait for an approval or a slot.
+        To react without a task parked here, see :meth:`on_close` (the tool runner's way
+        of ending the calls that wait for an approval or a slot).
         """
         await self._waiting.wait_closed()
+
+    def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Have ``callback()`` called once, synchronously, when :meth:`aclose` closes the
+        tracker (right away if it is closed already); returns a function that unregisters it.
+
+        For layers that hold waits of their own and must end them when the tracker closes,
+        without a task parked in :meth:`wait_closed` (the tool runner ends the calls it
+        holds this way). It runs after every waiter was woken and the events were refused;
+        an exception it raises is logged (``toolcall_tracker`` logger) and the others still
+        run.
+        """
+        key = self._next_key
+        self._next_key = key + 1
+        if self._waiting.closed:
+            callback()
+        else:
+            self._on_close[key] = callback
+        return lambda: self._on_close.pop(key, None) and None
 
     # -- closing ----------------------------------------------------------------------
 
@@ -417,6 +448,12 @@ class ToolCallTracker:
             self._waiting.wake_all()
             for scope in self._consumers:
                 scope.cancel()
+            callbacks, self._on_close = self._on_close, {}
+            for callback in callbacks.values():
+                try:
+                    callback()
+                except Exception:
+                    logger.exception("a close callback raised")
 
     async def __aenter__(self) -> ToolCallTracker:
         return self

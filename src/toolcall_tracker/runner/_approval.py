@@ -10,6 +10,8 @@ turn's table; the desk only keeps and publishes requests.
 
 from __future__ import annotations
 
+import secrets
+
 from ..calls import ToolCall
 from ..tracker import ToolCallTracker
 from ._pending import ApprovalDecision, PendingApproval, PendingApprovals, _Signer
@@ -35,11 +37,11 @@ class ApprovalDesk:
     __slots__ = ("_link", "_nonce", "_requests", "_signer", "_tracker")
 
     def __init__(
-        self, signer: _Signer, nonce: str, link: Link | None, tracker: ToolCallTracker
+        self, signer: _Signer, nonce: str | None, link: Link | None, tracker: ToolCallTracker
     ) -> None:
         self._signer = signer
         self._tracker = tracker  # its limits and end go into the signed state
-        self._nonce = nonce
+        self._nonce = nonce  # the turn's (random, made at the first request if None)
         self._link = link
         self._requests: dict[str, PendingApproval] = {}
 
@@ -51,10 +53,16 @@ class ApprovalDesk:
     def ask(self, call: ToolCall, *, publish: bool = True) -> None:
         """Keep ``call``'s request and publish it (``publish=False``: a resumed turn brings
         the decision with it)."""
-        request = self._signer.call(self._nonce, call)  # its arguments: a fresh copy each
+        request = self._signer.call(self._turn_nonce(), call)  # its arguments: a fresh copy each
         self._requests[call.id] = request
         if publish and self._link is not None:
             self._link.requests.publish(request)
+
+    def _turn_nonce(self) -> str:
+        nonce = self._nonce
+        if nonce is None:
+            nonce = self._nonce = secrets.token_urlsafe(16)
+        return nonce
 
     def withdraw(self, call_id: str) -> None:
         """``call_id`` no longer awaits a decision: forget its request everywhere."""
@@ -71,7 +79,7 @@ class ApprovalDesk:
         if not requests:
             return None
         tracker = self._tracker
-        return self._signer.pending(self._nonce, requests, tracker.limits, tracker.end)
+        return self._signer.pending(self._turn_nonce(), requests, tracker.limits, tracker.end)
 
     def __len__(self) -> int:
         return len(self._requests)

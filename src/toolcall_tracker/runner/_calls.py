@@ -27,16 +27,11 @@ S: Final = RunnerState
 class CallTable:
     """The calls of one turn, by id, each in a :class:`RunnerState`."""
 
-    __slots__ = ("_calls", "_listener", "_on_move", "count")
+    __slots__ = ("_calls", "_listener", "count")
 
-    def __init__(
-        self,
-        listener: RunnerListener | None,
-        on_move: Callable[[Entry, RunnerState], None],
-    ) -> None:
+    def __init__(self, listener: RunnerListener | None) -> None:
         self._calls: dict[str, Entry] = {}
         self._listener = listener
-        self._on_move = on_move  # (item, before): the turn's bookkeeping
         self.count: Counter[RunnerState] = Counter()
 
     def get(self, call_id: str) -> Entry | None:
@@ -57,8 +52,10 @@ class CallTable:
         after: RunnerState,
         event: RunnerEvent,
         targets: tuple[RunnerState, ...],
+        on_move: Callable[[Entry, RunnerState], None],
     ) -> None:
-        """Put ``item`` in state ``after`` (one of the cell's ``targets``)."""
+        """Put ``item`` in state ``after`` (one of the cell's ``targets``); then
+        ``on_move(item, before)`` (the turn's bookkeeping), then tell the listener."""
         assert after in targets, (item.state, event, after)
         before = item.state
         call_id = item.call.id
@@ -71,7 +68,7 @@ class CallTable:
         else:
             self._calls[call_id] = item
             self.count[after] += 1
-        self._on_move(item, before)
+        on_move(item, before)
         if self._listener is not None and before is not after:
             try:
                 self._listener.transition(call_id, before, after, event)

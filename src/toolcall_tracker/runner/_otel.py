@@ -76,20 +76,36 @@ EVENT_IGNORED: Final = "toolcall_tracker.event_ignored"
 _Note = tuple[str, dict[str, AttributeValue], int]  # an event's name, attributes, time
 
 
-class Tracing:
-    """What a runner keeps: its tracer (the global provider's unless one was given; a
-    proxy, so a provider configured later is used too) and whether content is recorded."""
+_NO_OP_PROVIDERS: Final = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 
-    __slots__ = ("record_content", "tracer")
+
+class Tracing:
+    """What a runner keeps: the provider it was given (``None``: the global one, looked up
+    at each turn, so a provider configured after the runner was built is used too), its
+    tracer once one is needed, and whether content is recorded."""
+
+    __slots__ = ("_provider", "_tracer", "record_content")
 
     def __init__(self, provider: TracerProvider | None, record_content: bool) -> None:
-        self.tracer = trace.get_tracer("toolcall_tracker", __version__, tracer_provider=provider)
+        self._provider = provider
+        self._tracer: trace.Tracer | None = None
         self.record_content = record_content
 
-    def turn(self, tracker: ToolCallTracker) -> TurnSpans:
+    def turn(self, tracker: ToolCallTracker) -> TurnSpans | None:
         """The spans of one turn (call it in the task that runs the turn: the current span
-        there is the parent)."""
-        return TurnSpans(self, tracker)
+        there is the parent), or ``None`` when nothing would be recorded: no provider was
+        given and none is configured globally (the API's proxy or no-op provider), or the
+        provider hands out the API's no-op tracer (an SDK disabled by ``OTEL_SDK_DISABLED``).
+        Then the turn does no OpenTelemetry work at all: no listener, no span per call."""
+        provider = self._provider if self._provider is not None else trace.get_tracer_provider()
+        if isinstance(provider, _NO_OP_PROVIDERS):
+            return None
+        tracer = self._tracer
+        if tracer is None or self._provider is None:  # the global provider may change
+            tracer = self._tracer = provider.get_tracer("toolcall_tracker", __version__)
+        if isinstance(tracer, trace.NoOpTracer):
+            return None
+        return TurnSpans(tracer, self.record_content, tracker)
 
 
 class _Open:
@@ -105,9 +121,11 @@ class _Open:
 class TurnSpans(ChangeListener):
     """The spans of one turn: a listener of the tracker's feed, plus the runner's hooks."""
 
-    def __init__(self, tracing: Tracing, tracker: ToolCallTracker) -> None:
-        self._tracer = tracing.tracer
-        self._content = tracing.record_content
+    def __init__(
+        self, tracer: trace.Tracer, record_content: bool, tracker: ToolCallTracker
+    ) -> None:
+        self._tracer = tracer
+        self._content = record_content
         self._tracker = tracker
         self._parent_context = otel_context.get_current()
         parent = trace.get_current_span(self._parent_context)

@@ -14,7 +14,6 @@ slot is freed even after the turn returned, or its event loop ended).
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -78,7 +77,12 @@ class Entry:
 
 
 async def run_tool(turn: Turn, item: Entry) -> None:
-    """The task of one call from ``claiming`` on (see the module's docstring)."""
+    """The task of one call from ``claiming`` on (see the module's docstring).
+
+    One cancel scope per call, ``item.scope``: the table cancels it to stop the tool
+    (``abandoned``), and its deadline, set when the tool starts, is the per-call timeout.
+    After it, the call's state tells the two apart: a call the table ended is
+    ``abandoned``; a scope cancelled otherwise has timed out."""
     call, spec, scope = item.call, item.spec, item.scope
     assert spec is not None
     assert scope is not None
@@ -94,24 +98,24 @@ async def run_tool(turn: Turn, item: Entry) -> None:
                 item.job = ThreadJob()
             publish = _progress(turn, item)
             context, kwargs = _with_context(turn, item, publish)
-            with (
-                turn.traced(call),
-                anyio.move_on_after(math.inf if timeout is None else timeout) as limit,
-            ):
-                returned = False
-                try:
-                    result = await invoke(
-                        spec, item.args, kwargs, (limit, scope), publish, item.job
-                    )
-                    returned = True
-                finally:
-                    if context is not None and not returned:  # stopped before it returned
-                        context._cancel()
+            if timeout is not None:
+                scope.deadline = anyio.current_time() + timeout
+            returned = False
+            try:
+                if turn.spans is None:
+                    result = await invoke(spec, item.args, kwargs, (scope,), publish, item.job)
+                else:
+                    with turn.spans.running(call):
+                        result = await invoke(spec, item.args, kwargs, (scope,), publish, item.job)
+                returned = True
+            finally:
+                if context is not None and not returned:  # stopped before it returned
+                    context._cancel()
             tracker.mark_tool_finished(call.id)
-        if scope.cancelled_caught:  # the table ended it (abandoned): nothing more here
+        if scope.cancelled_caught:
             tracker.mark_tool_finished(call.id)
-            return
-        if limit.cancelled_caught:
+            if item.state is S.ABANDONED:  # the table ended it: nothing more here
+                return
             failure: CallFailure = outcomes.timed_out(call, "call", True, timeout)
             if item.job is not None and item.job.alive:
                 turn.fire(item, E.DEADLINE, failure)  # its thread runs on: abandoned

@@ -49,9 +49,17 @@ run's listener (:class:`RunnerListener`).
 from __future__ import annotations
 
 from enum import Enum
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["TERMINAL", "TRANSITIONS", "RunnerEvent", "RunnerListener", "RunnerState", "Step"]
+__all__ = [
+    "TERMINAL",
+    "TRANSITIONS",
+    "RunnerEvent",
+    "RunnerListener",
+    "RunnerState",
+    "Step",
+    "resolved",
+]
 
 
 class RunnerState(str, Enum):
@@ -241,6 +249,23 @@ TRANSITIONS: Final[dict[RunnerState, dict[RunnerEvent, Cell | None]]] = {
 
 TERMINAL: Final = frozenset({S.FINISHED, S.NOT_EXECUTED, S.IN_DOUBT})
 """States a call leaves the turn's table in."""
+
+
+def resolved(
+    table: dict[RunnerState, dict[RunnerEvent, Cell | None]], owner: type
+) -> dict[RunnerState, dict[RunnerEvent, tuple[Any, tuple[RunnerState, ...]] | None]]:
+    """``table`` with each step replaced by ``owner``'s method ``_step_<step>`` (so that
+    the driver fires an event with two look-ups and a call)."""
+    return {
+        state: {
+            event: None
+            if cell is None
+            else (getattr(owner, f"_step_{cell[0].name.lower()}"), cell[1])
+            for event, cell in row.items()
+        }
+        for state, row in table.items()
+    }
+
 
 del S, E
 

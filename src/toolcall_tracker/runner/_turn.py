@@ -16,8 +16,6 @@ from __future__ import annotations
 import copy
 import logging
 import math
-import secrets
-from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -40,7 +38,7 @@ from ._policy import RunPolicy
 from ._ports import Link
 from ._slots import TurnSlots
 from ._start import Entry, run_tool
-from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState, Step
+from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState, resolved
 
 if TYPE_CHECKING:
     from ._otel import TurnSpans
@@ -74,9 +72,9 @@ class Turn(ChangeListener):
         self.link = link
         self.guard = guard
         self._resumed = resumed
-        nonce = resumed.nonce if resumed is not None else secrets.token_urlsafe(16)
+        nonce = resumed.nonce if resumed is not None else None  # (None: made when needed)
         self._desk = ApprovalDesk(policy.signer, nonce, link, tracker)
-        self._table = CallTable(listener, self._moved)
+        self._table = CallTable(listener)
         self._slots = TurnSlots(
             policy.capacity,
             policy.options.max_concurrency or math.inf,
@@ -89,11 +87,11 @@ class Turn(ChangeListener):
         self._idle: anyio.Event | None = None
         self._gate: End | None = None  # the turn's end, once every call was told
         self._token: Any = None  # the event loop's, for wake-ups from other threads
-        self._steps = {step: getattr(self, "_step_" + step.name.lower()) for step in Step}
         self._tg: anyio.abc.TaskGroup | None = None
         self._scope: anyio.CancelScope | None = None
         tracing = policy.tracing
-        self._otel: TurnSpans | None = tracing.turn(tracker) if tracing is not None else None
+        # The turn's spans (read by the tool's task), or None: no OpenTelemetry work at all.
+        self.spans: TurnSpans | None = tracing.turn(tracker) if tracing is not None else None
 
     # -- the run ------------------------------------------------------------------------
 
@@ -109,21 +107,21 @@ class Turn(ChangeListener):
         if link is not None:
             link.open(self)
         tracker.subscribe(self)
-        if self._otel is not None:
-            tracker.subscribe(self._otel)
+        if self.spans is not None:
+            tracker.subscribe(self.spans)
         self._token = anyio.lowlevel.current_token().native_token
+        unregister = None
         try:
             with anyio.CancelScope(deadline=min(self._timeout_at, self._deadline_at)) as scope:
                 self._scope = scope
                 async with anyio.create_task_group() as tg:
                     self._tg = tg
-                    watcher = anyio.CancelScope()
-                    tg.start_soon(self._watch_close, watcher)
+                    # Closing the tracker reaches every call held, with no task watching.
+                    unregister = tracker.on_close(self._closed)
                     async for call in calls:
                         self._ready(call)
                     self._turn_ended()
                     await self._until_settled()
-                    watcher.cancel()
             if scope.cancelled_caught:  # the overall timeout or deadline expired
                 self._expired()
                 if anyio.current_time() < self._deadline_at:  # the timeout: tools only
@@ -142,20 +140,21 @@ class Turn(ChangeListener):
             self._sweep(E.CANCEL, lambda call, started: outcomes.cancelled(call, started, reason))
             raise
         finally:
+            if unregister is not None:
+                unregister()
             self._tg = None
             self._slots.listen(False, None, self._dispatch)
             tracker.unsubscribe(self)
-            if self._otel is not None:
-                tracker.unsubscribe(self._otel)
-                self._otel.close()
+            if self.spans is not None:
+                tracker.unsubscribe(self.spans)
+                self.spans.close()
             if link is not None:
                 link.close(self._desk.pending())
 
-    async def _watch_close(self, scope: anyio.CancelScope) -> None:
-        with scope:
-            await self.tracker.wait_closed()
-            for item in self._table.items():
-                self.fire(item, E.CLOSED, outcomes.closed(item.call, item.tool_started))
+    def _closed(self) -> None:
+        """The tracker closed: every call the turn holds ends (a running tool is stopped)."""
+        for item in self._table.items():
+            self.fire(item, E.CLOSED, outcomes.closed(item.call, item.tool_started))
 
     async def _until_settled(self) -> None:
         """In process: until no call awaits a decision (nor a predicate deciding one)."""
@@ -165,9 +164,8 @@ class Turn(ChangeListener):
         self._idle = None
 
     def _expired_now(self) -> bool:
-        return (ends := min(self._timeout_at, self._deadline_at)) < math.inf and (
-            anyio.current_time() >= ends
-        )
+        ends = min(self._timeout_at, self._deadline_at)
+        return ends < math.inf and anyio.current_time() >= ends
 
     def _unsettled(self) -> bool:
         """Whether a call still waits for something the turn must see through: a predicate,
@@ -188,17 +186,17 @@ class Turn(ChangeListener):
         """Apply ``event`` to ``item`` through ``TRANSITIONS``; ``False`` if ignored."""
         if not self._table.holds(item) and item.state is not S.STREAMING:
             return False  # it left the table
-        cell = TRANSITIONS[item.state][event]
+        cell = _CELLS[item.state][event]
         if cell is None:
             return False
-        step, targets = cell
-        self._steps[step](item, event, targets, payload)
+        take, targets = cell
+        take(self, item, event, targets, payload)
         return True
 
     def _move(
         self, item: Entry, after: RunnerState, event: RunnerEvent, targets: tuple[RunnerState, ...]
     ) -> None:
-        self._table.move(item, after, event, targets)
+        self._table.move(item, after, event, targets, self._moved)
 
     def _moved(self, item: Entry, before: RunnerState) -> None:
         if before is S.AWAITING_APPROVAL and item.state is not S.AWAITING_APPROVAL:
@@ -249,8 +247,8 @@ class Turn(ChangeListener):
             return
         self._desk.ask(call, publish=resumed is None and decision is None)
         self._move(item, S.AWAITING_APPROVAL, event, targets)
-        if self._otel is not None:
-            self._otel.approval_requested(call.id)
+        if self.spans is not None:
+            self.spans.approval_requested(call.id)
         if decision is not None:
             self.decide(call.id, decision.approved, decision.arguments, decision.reason)
 
@@ -262,8 +260,8 @@ class Turn(ChangeListener):
                 raise KeyError(f"{call_id!r} is no call of this run")
             return False
         call = item.call
-        if self._otel is not None:
-            self._otel.approval_decided(call_id, approved, reason, arguments)
+        if self.spans is not None:
+            self.spans.approval_decided(call_id, approved, reason, arguments)
         if not approved:
             return self.fire(item, E.DENIED, outcomes.denied(call, reason or "denied"))
         if arguments is not None:
@@ -418,7 +416,8 @@ class Turn(ChangeListener):
             item.slot = False
             assert item.spec is not None
             self._slots.give_back(item.spec.name, runner_wide=not item.released_by_thread)
-            self._dispatch()
+            if self._slots.queue:  # (the queue empties only in _dispatch, which then stops
+                self._dispatch()  # listening for capacity)
 
     # -- the tracker's feed and the control ---------------------------------------------
 
@@ -480,10 +479,6 @@ class Turn(ChangeListener):
     def _write(self, call_id: str, value: Any, *, error: bool) -> None:
         outcomes.write(self.tracker, call_id, value, error=error)
 
-    def traced(self, call: ToolCall) -> AbstractContextManager[None]:
-        """The call's span, current while its tool runs (nothing without tracing)."""
-        return nullcontext() if self._otel is None else self._otel.running(call)
-
     # -- what the tool's task reads (``._start``) ---------------------------------------
 
     def stopped(self, item: Entry) -> None:
@@ -497,3 +492,6 @@ class Turn(ChangeListener):
         return E.CANCEL, outcomes.cancelled(
             item.call, item.tool_started, "the tool runner was cancelled"
         )
+
+
+_CELLS: Final = resolved(TRANSITIONS, Turn)  # each step as the turn's method, built once
