@@ -20,11 +20,13 @@ import sqlite3
 import threading
 import urllib.parse
 from collections import deque
+from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import anyio
 import anyio.to_thread
 
+from ._follow import poll_follow
 from ._journal import JournalRecord
 from ._sqlite import Database, DurableError, sqlite_path, transaction
 
@@ -176,6 +178,20 @@ class SQLiteJournal:
             return [JournalRecord(seq, kind, json.loads(data)) for seq, kind, data in rows]
 
         return await self._db.call("reading the journal", go)
+
+    def follow(
+        self, turn_id: str, after: int = 0, *, timeout: float | None = None, poll: float = 0.05
+    ) -> AsyncIterator[JournalRecord]:
+        """The committed records of ``turn_id`` after ``after``, then each new one as it is
+        committed (read every ``poll`` seconds: SQLite cannot block on a new row), until
+        the turn is over: its ``end`` read and no call still running, or its ``run_end``
+        read (the rule of ``toolcall-tracker replay --follow``).
+
+        Raises:
+            DurableError: the turn was not over within ``timeout`` seconds, or the
+                journal cannot be read.
+        """
+        return poll_follow(self.read, turn_id, after, timeout, poll)
 
     @staticmethod
     def read_file(

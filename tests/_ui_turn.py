@@ -1,0 +1,119 @@
+"""A server that streams a journaled turn as an AI SDK UI message stream (the pattern of
+``examples/chat_app``: ``start``, an ``AISDKListener``'s parts, then the approval requests
+of ``control.pending`` before ``finish``), and the helpers the follow tests compare with.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from toolcall_tracker import RunControl, ToolCallTracker, ToolRunner, tool
+from toolcall_tracker.adapters.ai_sdk import AISDKListener, to_sse
+from toolcall_tracker.durable import DurableTurn, Journal
+from toolcall_tracker.runner import OutcomeStore
+
+SECRET = b"the ui follow tests secret, not for production"
+# Argument text is journaled exactly: a lone surrogate and a terminal escape in it come back
+# the same. (A lone surrogate in a *result* is journaled as U+FFFD, the output rule.)
+ODD = "d\ud800t\x1b[2J"
+
+
+def make_runner(ran: list[str]) -> ToolRunner:
+    """An eager lookup, a failing tool and a tool that needs approval (deferred)."""
+
+    async def lookup(q: str) -> dict[str, Any]:
+        ran.append(f"lookup {q}")
+        return {"chars": len(q), "score": float("nan")}  # NaN: null on both sides
+
+    async def broken(q: str) -> str:
+        ran.append("broken")
+        raise RuntimeError("broken tool")
+
+    async def delete_file(path: str) -> str:
+        ran.append(f"delete {path}")
+        return f"deleted {path}"
+
+    return ToolRunner(
+        [
+            tool(lookup, eager=True),
+            tool(broken, eager=True),
+            tool(delete_file, eager=True, needs_approval=True),
+        ],
+        approval_secret=SECRET,
+    )
+
+
+def turn_events() -> list[dict[str, Any]]:
+    """The model's turn: three calls, their arguments in small fragments."""
+    events: list[dict[str, Any]] = []
+    for call_id, name, args in (
+        ("c1", "lookup", {"q": ODD}),
+        ("c2", "broken", {"q": "x"}),
+        ("c3", "delete_file", {"path": "/tmp/report.txt"}),
+    ):
+        text = json.dumps(args)
+        events.append({"type": "start", "id": call_id, "name": name})
+        events += [
+            {"type": "delta", "id": call_id, "argsTextDelta": text[i : i + 4]}
+            for i in range(0, len(text), 4)
+        ]
+        events.append({"type": "ready", "id": call_id})
+    events.append({"type": "end", "ok": True, "reason": "tool_calls"})
+    return events
+
+
+async def serve_turn(
+    journal: Journal,
+    store: OutcomeStore,
+    turn_id: str,
+    runner: ToolRunner,
+    model: Callable[[ToolCallTracker], Any],
+) -> list[dict[str, Any]]:
+    """The original server: the parts it writes while ``model(tracker)`` streams the turn."""
+    parts: list[dict[str, Any]] = [{"type": "start"}]
+    finish: list[dict[str, Any]] = []
+
+    def emit(part: dict[str, Any]) -> None:
+        (finish if part["type"] == "finish" else parts).append(part)
+
+    tracker = ToolCallTracker()
+    listener = AISDKListener(tracker, on_part=emit)
+    tracker.subscribe(listener, fragments=True)
+    control = RunControl(defer_approvals=True)
+    turn = DurableTurn(journal, turn_id, tracker, store=store)
+    async with turn, anyio.create_task_group() as tg:
+        tg.start_soon(model, tracker)
+        await turn.run(runner, control=control)
+    pending = control.pending
+    if pending is not None:
+        for call in pending.calls:
+            listener.approval_request(call.call_id, f"{pending.nonce}:{call.call_id}")
+    return parts + finish
+
+
+def wire(parts: list[dict[str, Any]]) -> list[str]:
+    """What the client reads of ``parts``: their SSE frames (the output rule applied: NaN as
+    ``null``, lone surrogates as U+FFFD), consecutive ``tool-input-delta`` parts of one
+    call joined (as the journal stores them)."""
+    return [to_sse(part) for part in joined(parts)]
+
+
+def joined(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``parts`` with consecutive ``tool-input-delta`` parts of one call joined."""
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        last = out[-1] if out else None
+        if (
+            part["type"] == "tool-input-delta"
+            and last is not None
+            and last["type"] == "tool-input-delta"
+            and last["toolCallId"] == part["toolCallId"]
+        ):
+            out[-1] = {**last, "inputTextDelta": last["inputTextDelta"] + part["inputTextDelta"]}
+        else:
+            out.append(part)
+    return out
