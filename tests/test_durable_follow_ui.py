@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
+from _ai_sdk_node import consume, need_node
 from _ui_turn import ODD, make_runner, serve_turn, turn_events, wire
 from conftest import DEADLINE
 from toolcall_tracker import ToolCallTracker
@@ -176,3 +177,28 @@ async def test_following_a_turn_that_never_ends_times_out(
                 {"type": "start"},
                 {"type": "tool-input-start", "toolCallId": "c1", "toolName": "lookup"},
             ]
+
+
+def test_the_real_ai_sdk_reads_the_resumed_stream_as_the_original(servers: Servers) -> None:
+    need_node()
+
+    async def go() -> tuple[str, str]:
+        with anyio.fail_after(DEADLINE):
+            async with served(servers, "turn-1") as original:
+                pass
+            with servers.journal() as journal:
+                resumed = "".join([t async for t in follow_ui_sse(journal, "turn-1")])
+        return "".join(to_sse(part) for part in original) + SSE_DONE, resumed
+
+    original, resumed = anyio.run(go)
+    first, second = consume(original), consume(resumed)
+    assert first["rejected"] == second["rejected"] == []
+    assert first["errors"] == second["errors"] == []
+    assert second["parts"] == first["parts"]
+    states = [(p.get("toolCallId"), p.get("state")) for p in second["parts"]]
+    assert states == [
+        ("c1", "output-available"),
+        ("c2", "output-error"),
+        ("c3", "approval-requested"),
+    ]
+    assert second["finishReason"] == first["finishReason"] == "tool-calls"
