@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from conftest import DEADLINE
-from toolcall_tracker.durable import SQLiteOutcomeStore
+from toolcall_tracker.durable import RedisOutcomeStore, SQLiteOutcomeStore
 from toolcall_tracker.failures import ApprovalDenied, ToolRaised
 from toolcall_tracker.runner import CallOutcome, Claim, InMemoryOutcomeStore, OutcomeStore
 
@@ -23,15 +23,22 @@ pytestmark = pytest.mark.anyio
 # Each factory gets a fresh directory. A store with leases fills Claim.owner/lease_until,
 # so the tests compare what the contract fixes: won and outcome. ``wait=0``: a claim lost
 # to a live holder answers at once (waiting for its outcome is the SQLite store's own test).
-STORES: dict[str, Callable[[Path], OutcomeStore]] = {
-    "in-memory": lambda _: InMemoryOutcomeStore(),
-    "sqlite": lambda directory: SQLiteOutcomeStore(directory / "outcomes.db", wait=0),
+# The Redis store runs against a real server (the ``redis_url`` fixture; skipped without
+# one, failed in CI), under this test's own key prefix.
+STORES: dict[str, Callable[[pytest.FixtureRequest, Path], OutcomeStore]] = {
+    "in-memory": lambda request, _: InMemoryOutcomeStore(),
+    "sqlite": lambda request, directory: SQLiteOutcomeStore(directory / "outcomes.db", wait=0),
+    "redis": lambda request, _: RedisOutcomeStore(
+        request.getfixturevalue("redis_url"),
+        prefix=request.getfixturevalue("redis_prefix"),
+        wait=0,
+    ),
 }
 
 
 @pytest.fixture(params=list(STORES))
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OutcomeStore]:
-    made = STORES[request.param](tmp_path)
+    made = STORES[request.param](request, tmp_path)
     assert isinstance(made, OutcomeStore)
     yield made
     close = getattr(made, "close", None)

@@ -4,7 +4,9 @@ A turn recorded in a :class:`Journal` as it happens can be restored and finished
 another process after a crash; an :class:`SQLiteOutcomeStore` makes sure no tool of it
 runs twice. See the documentation page "Durable turns" (``docs/durable-turns.md``).
 
-- :class:`SQLiteOutcomeStore`: claims with an owner and a lease, and outcomes, in SQLite.
+- :class:`SQLiteOutcomeStore`: claims with an owner and a lease, and outcomes, in SQLite;
+  :class:`RedisOutcomeStore` the same on a Redis server shared by many servers
+  (``pip install 'toolcall-tracker[redis]'``; redis-py is imported only when used).
 - :class:`Journal`, :class:`JournalRecord`: the journal protocol; :class:`SQLiteJournal`.
 - :class:`DurableTurn`: one turn recorded as it happens, its tools claimed first.
 - :func:`restore`, :class:`RestoredTurn`, :func:`resume_turn`: rebuild and finish a turn;
@@ -21,6 +23,7 @@ from __future__ import annotations
 from ._ai_sdk import follow_ui_sse, follow_ui_stream
 from ._follow import FollowableJournal
 from ._journal import DurableTurn, Journal, JournalRecord
+from ._redis_store import RedisOutcomeStore
 from ._restore import RestoredTurn, apply_events, restore, resume_turn
 from ._sqlite import DurableError, sqlite_path
 from ._sqlite_journal import SQLiteJournal
@@ -32,6 +35,7 @@ __all__ = [
     "FollowableJournal",
     "Journal",
     "JournalRecord",
+    "RedisOutcomeStore",
     "RestoredTurn",
     "SQLiteJournal",
     "SQLiteOutcomeStore",

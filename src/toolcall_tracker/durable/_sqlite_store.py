@@ -22,13 +22,10 @@ never waits for SQLite, on asyncio and on trio.
 
 from __future__ import annotations
 
-import functools
 import json
-import logging
 import os
 import secrets
 import sqlite3
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -38,11 +35,10 @@ import anyio
 import anyio.to_thread
 
 from ..runner import CallOutcome, Claim
+from ._leases import LeaseKeeper, check_timing, wait_for_outcome
 from ._sqlite import Database, transaction
 
 __all__ = ["SQLiteOutcomeStore"]
-
-logger: Final = logging.getLogger("toolcall_tracker.durable")
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS toolcall_outcomes (
@@ -99,22 +95,14 @@ class SQLiteOutcomeStore:
         synchronous: str = "FULL",
         clock: Callable[[], float] = time.time,
     ) -> None:
-        for label, value in (("lease", lease), ("poll", poll)):
-            if not value > 0:
-                raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
-        if wait is not None and not wait >= 0:
-            raise ValueError(f"wait must be >= 0 seconds, not {wait!r}")
+        self._wait = check_timing(lease, wait, poll)
         self._db = Database(location, busy_timeout=busy_timeout, synchronous=synchronous)
         self._db.script("creating the outcome table", _SCHEMA)
         self.owner = owner or f"{os.uname().nodename}:{os.getpid()}:{secrets.token_hex(4)}"
         self._clock = clock
         self._lease = lease
-        self._wait = 2 * lease if wait is None else wait
         self._poll = poll
-        self._held: set[str] = set()  # keys won here and not recorded: their leases renewed
-        self._held_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._keeper: threading.Thread | None = None
+        self._keeper = LeaseKeeper(lease, self._renew)  # keys won here and not recorded
 
     @property
     def path(self) -> str:
@@ -127,13 +115,11 @@ class SQLiteOutcomeStore:
         """Take ``key`` until ``expires_at``; if somebody holds it with a live lease and
         no outcome, wait (at most ``wait`` seconds) for its outcome."""
         claim = await self._db.call("claiming a call", lambda c: self._claim(c, key, expires_at))
-        deadline = anyio.current_time() + self._wait
-        while not claim.won and claim.outcome is None and not claim.lease_expired(self._now()):
-            if anyio.current_time() >= deadline:
-                break
-            await anyio.sleep(self._poll)
-            claim = await self._db.call("reading a claim", lambda c: self._read(c, key))
-        return claim
+
+        async def read() -> Claim:
+            return await self._db.call("reading a claim", lambda c: self._read(c, key))
+
+        return await wait_for_outcome(claim, read, self._now, wait=self._wait, poll=self._poll)
 
     async def take_over(self, key: str, *, expires_at: datetime) -> Claim:
         """Take ``key`` if its lease ran out with no outcome (for an idempotent tool whose
@@ -147,7 +133,7 @@ class SQLiteOutcomeStore:
                 (self.owner, now + self._lease, key, now),
             )
             if cur.rowcount == 1:
-                self._hold(key)
+                self._keeper.hold(key)
                 return Claim(won=True, owner=self.owner, lease_until=_utc(now + self._lease))
             return self._read(conn, key)
 
@@ -189,8 +175,7 @@ class SQLiteOutcomeStore:
         try:
             await self._db.call("recording an outcome", go)
         finally:
-            with self._held_lock:
-                self._held.discard(key)
+            self._keeper.release(key)
 
     async def get(self, key: str) -> CallOutcome | None:
         """The outcome recorded for ``key``, or ``None``."""
@@ -198,10 +183,7 @@ class SQLiteOutcomeStore:
 
     def close(self) -> None:
         """Stop renewing leases and close the file (held claims then run out)."""
-        self._stop.set()
-        keeper = self._keeper
-        if keeper is not None:
-            keeper.join()
+        self._keeper.stop()
         self._db.close()
 
     async def aclose(self) -> None:
@@ -236,7 +218,7 @@ class SQLiteOutcomeStore:
             return cur.rowcount == 1
 
         if transaction(conn, body):
-            self._hold(key)
+            self._keeper.hold(key)
             return Claim(won=True, owner=self.owner, lease_until=_utc(self._clock() + self._lease))
         return self._read(conn, key)
 
@@ -250,28 +232,11 @@ class SQLiteOutcomeStore:
         outcome = None if text is None else CallOutcome.model_validate(json.loads(text))
         return Claim(won=False, outcome=outcome, owner=owner, lease_until=_utc(lease_until))
 
-    def _hold(self, key: str) -> None:
-        with self._held_lock:
-            self._held.add(key)
-            if self._keeper is None and not self._stop.is_set():
-                self._keeper = threading.Thread(
-                    target=self._keep, name="toolcall-tracker lease keeper", daemon=True
-                )
-                self._keeper.start()
+    def _renew(self, held: list[str]) -> None:
+        """Push the leases of the ``held`` keys forward (on the lease keeper's thread)."""
+        self._db.run("renewing leases", lambda conn: self._renew_rows(conn, held))
 
-    def _keep(self) -> None:
-        """The lease keeper: renew every held key's lease, every third of the lease."""
-        while not self._stop.wait(self._lease / 3):
-            with self._held_lock:
-                held = list(self._held)
-            if not held:
-                continue
-            try:
-                self._db.run("renewing leases", functools.partial(self._renew, held=held))
-            except Exception as exc:  # the next round tries again; the claims may run out
-                logger.warning("%s", exc)
-
-    def _renew(self, conn: sqlite3.Connection, *, held: list[str]) -> None:
+    def _renew_rows(self, conn: sqlite3.Connection, held: list[str]) -> None:
         until = self._clock() + self._lease
         conn.executemany(
             "UPDATE toolcall_outcomes SET lease_until = ? "
