@@ -110,7 +110,7 @@ async def follow_ui_stream(
         yield part
 
 
-async def follow_ui_sse(
+def follow_ui_sse(
     journal: FollowableJournal,
     turn_id: str,
     *,
@@ -123,7 +123,9 @@ async def follow_ui_sse(
     with an ``id:`` line (its number, ``1`` for ``start``), then ``data: [DONE]``.
 
     Serve it from the resume ``GET`` with
-    :data:`~toolcall_tracker.adapters.ai_sdk.UI_MESSAGE_STREAM_HEADERS`.
+    :data:`~toolcall_tracker.adapters.ai_sdk.UI_MESSAGE_STREAM_HEADERS`. It checks
+    ``last_event_id`` at once (before any part), so a bad header can be answered with a
+    400 before the response starts.
 
     Args:
         last_event_id: the request's ``Last-Event-ID`` header, if any: only the parts
@@ -132,20 +134,25 @@ async def follow_ui_sse(
 
     Raises:
         ValueError: ``last_event_id`` is not an id this function writes (a number).
-        DurableError: as :func:`follow_ui_stream`.
+        DurableError: (while iterating) as :func:`follow_ui_stream`.
     """
     skip = 0
     if last_event_id is not None and last_event_id.strip():
         text = last_event_id.strip()
-        if not (text.isascii() and text.isdigit()):
+        if not (text.isascii() and text.isdigit() and len(text) <= 18):
             raise ValueError(
                 f"Last-Event-ID {last_event_id[:40]!r} is not an id of this stream (a number)"
             )
         skip = int(text)
-    number = 0
     parts = follow_ui_stream(
         journal, turn_id, message_id=message_id, approval_id=approval_id, timeout=timeout
     )
+    return _framed(parts, skip)
+
+
+async def _framed(parts: AsyncIterator[dict[str, Any]], skip: int) -> AsyncIterator[str]:
+    """The SSE frames of ``parts`` after the first ``skip``, numbered, then ``[DONE]``."""
+    number = 0
     try:
         async for part in parts:
             number += 1
