@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,3 +77,19 @@ def redis_prefix(redis_url: str) -> Iterator[str]:
         pass
     finally:
         client.close()
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def durable(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    """The journals and stores of one backend (``_backends.Durable``): each test using it
+    runs on SQLite and on Redis (a real server; skipped or failed as ``redis_url``).
+    Only for async tests (anyio): what it made is closed on the test's event loop."""
+    from _backends import Durable
+
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+        made = Durable("redis", tmp_path, url, request.getfixturevalue("redis_prefix"))
+    else:
+        made = Durable("sqlite", tmp_path)
+    yield made
+    await made.aclose()

@@ -2,7 +2,8 @@
 outcomes committed before the step they guard), failing closed, and restored elsewhere.
 
 Every async test runs on asyncio and trio, bounded by ``anyio.fail_after``; every journal
-is a real SQLite file in ``tmp_path``.
+is a real SQLite file in ``tmp_path``, and the tests taking the ``durable`` fixture run on a
+real Redis server too (``RedisJournal`` and ``RedisOutcomeStore``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
+from _backends import Durable
 from _runner_helpers import call_events, from_list
 from conftest import DEADLINE
 from toolcall_tracker import (
@@ -40,6 +42,7 @@ from toolcall_tracker.durable import (
 )
 from toolcall_tracker.failures import ClaimFailed, ToolRaised
 from toolcall_tracker.feedback import jsonable
+from toolcall_tracker.runner import OutcomeStore
 
 pytestmark = pytest.mark.anyio
 
@@ -79,8 +82,8 @@ def stream(*, end: bool = True) -> list[dict[str, Any]]:
 
 
 async def journaled_turn(
-    journal: SQLiteJournal,
-    store: SQLiteOutcomeStore,
+    journal: Journal,
+    store: OutcomeStore,
     tools: Tools,
     items: list[dict[str, Any]],
     limits: Limits | None = None,
@@ -112,15 +115,14 @@ def same(a: list[ToolCall], b: list[ToolCall]) -> None:
 
 @pytest.mark.parametrize("batch_ms", [None, 5.0])
 async def test_a_turn_is_journaled_in_order_and_restored(
-    tmp_path: Path, anyio_backend: str, batch_ms: float | None
+    durable: Durable, anyio_backend: str, batch_ms: float | None
 ) -> None:
-    db = tmp_path / "j.db"
     tools = Tools()
     limits = Limits(max_calls=50, max_id_chars=40)
     with (
         anyio.fail_after(DEADLINE),
-        SQLiteJournal(db, batch_ms=batch_ms) as journal,
-        SQLiteOutcomeStore(db) as store,
+        durable.journal(batch_ms=batch_ms) as journal,
+        durable.store() as store,
     ):
         assert isinstance(journal, Journal)
         calls = await journaled_turn(journal, store, tools, stream(), limits)
@@ -200,9 +202,8 @@ async def test_a_journal_that_cannot_commit_fails_the_turn_closed(
     assert "database is locked" in call.error.message
 
 
-async def test_a_turn_id_is_journaled_once(tmp_path: Path, anyio_backend: str) -> None:
-    db = tmp_path / "j.db"
-    with anyio.fail_after(DEADLINE), SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
+async def test_a_turn_id_is_journaled_once(durable: Durable, anyio_backend: str) -> None:
+    with anyio.fail_after(DEADLINE), durable.journal() as journal, durable.store() as store:
         await journaled_turn(journal, store, Tools(), stream())
         with pytest.raises(DurableError, match="already in the journal"):
             async with DurableTurn(journal, "turn-1", ToolCallTracker(), store=store):
@@ -212,11 +213,10 @@ async def test_a_turn_id_is_journaled_once(tmp_path: Path, anyio_backend: str) -
 
 
 async def test_a_cut_turn_is_finished_elsewhere_without_its_gated_tools(
-    tmp_path: Path, anyio_backend: str
+    durable: Durable, anyio_backend: str
 ) -> None:
-    db = tmp_path / "j.db"
     tools = Tools()
-    with anyio.fail_after(DEADLINE), SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
+    with anyio.fail_after(DEADLINE), durable.journal() as journal, durable.store() as store:
         tracker = ToolCallTracker()
         async with DurableTurn(journal, "turn-1", tracker, store=store):
             for item in stream(end=False):  # the process dies before the stream's end
@@ -235,11 +235,11 @@ async def test_a_cut_turn_is_finished_elsewhere_without_its_gated_tools(
     same(again.tracker.list(), list(calls.values()))
 
 
-async def write_crashed_turn(journal: SQLiteJournal, db: Path, tool_name: str) -> None:
+async def write_crashed_turn(journal: Journal, durable: Durable, tool_name: str) -> None:
     """The journal of a turn whose process died after claiming ``c1`` (lease 0.2 s)."""
     events = [*call_events("c1", tool_name, {"q": "a"}), {"type": "end"}]
     tracker = ToolCallTracker()
-    dead = SQLiteOutcomeStore(db, owner="dead", lease=0.2)
+    dead = durable.store(owner="dead", lease=0.2)
     async with DurableTurn(journal, "turn-1", tracker, store=dead):
         async with anyio.create_task_group() as tg:
             tg.start_soon(tracker.consume, from_list(events))
@@ -251,9 +251,8 @@ async def write_crashed_turn(journal: SQLiteJournal, db: Path, tool_name: str) -
 
 @pytest.mark.parametrize("idempotent", [False, True])
 async def test_a_claimed_call_without_outcome_is_in_doubt_unless_idempotent(
-    tmp_path: Path, anyio_backend: str, idempotent: bool
+    durable: Durable, anyio_backend: str, idempotent: bool
 ) -> None:
-    db = tmp_path / "j.db"
     ran: list[str] = []
 
     def lookup(q: str) -> str:
@@ -261,11 +260,11 @@ async def test_a_claimed_call_without_outcome_is_in_doubt_unless_idempotent(
         return q * 2
 
     runner = ToolRunner([tool(lookup, eager=True, idempotent=idempotent)])
-    with anyio.fail_after(DEADLINE), SQLiteJournal(db) as journal:
-        await write_crashed_turn(journal, db, "lookup")
+    with anyio.fail_after(DEADLINE), durable.journal() as journal:
+        await write_crashed_turn(journal, durable, "lookup")
         restored = await restore(journal, "turn-1")
         assert restored.claimed == frozenset({"c1"})
-        with SQLiteOutcomeStore(db, poll=0.02) as store:
+        with durable.store(poll=0.02) as store:
             calls = await resume_turn(journal, "turn-1", runner, store=store)
         again = await restore(journal, "turn-1")
     if idempotent:
@@ -279,9 +278,8 @@ async def test_a_claimed_call_without_outcome_is_in_doubt_unless_idempotent(
 
 
 async def test_the_runners_transitions_are_journaled_and_an_approval_before_its_claim(
-    tmp_path: Path, anyio_backend: str
+    durable: Durable, anyio_backend: str
 ) -> None:
-    db = tmp_path / "j.db"
     ran: list[str] = []
 
     def transfer(to: str) -> str:
@@ -290,7 +288,7 @@ async def test_the_runners_transitions_are_journaled_and_an_approval_before_its_
 
     control = RunControl()
     items = [*call_events("c1", "transfer", {"to": "bob"}), {"type": "end"}]
-    with anyio.fail_after(DEADLINE), SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
+    with anyio.fail_after(DEADLINE), durable.journal() as journal, durable.store() as store:
         tracker = ToolCallTracker()
         runner = ToolRunner([tool(transfer, needs_approval=True)])
         async with (
@@ -317,9 +315,8 @@ async def test_the_runners_transitions_are_journaled_and_an_approval_before_its_
 
 @pytest.mark.parametrize("approved", [True, False])
 async def test_a_journaled_decision_is_applied_again_after_a_restore(
-    tmp_path: Path, anyio_backend: str, approved: bool
+    durable: Durable, anyio_backend: str, approved: bool
 ) -> None:
-    db = tmp_path / "j.db"
     ran: list[str] = []
 
     def transfer(to: str) -> str:
@@ -328,7 +325,7 @@ async def test_a_journaled_decision_is_applied_again_after_a_restore(
 
     items = [*call_events("c1", "transfer", {"to": "bob"}), {"type": "end"}]
     event = "approved" if approved else "denied"
-    with anyio.fail_after(DEADLINE), SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
+    with anyio.fail_after(DEADLINE), durable.journal() as journal, durable.store() as store:
         # process 1 journaled the stream and the decision, then died before the claim
         tracker = ToolCallTracker()
         async with DurableTurn(journal, "turn-1", tracker, store=store):
@@ -351,23 +348,21 @@ async def test_a_journaled_decision_is_applied_again_after_a_restore(
 
 
 async def test_journal_and_store_close_off_the_event_loop(
-    tmp_path: Path, anyio_backend: str
+    durable: Durable, anyio_backend: str
 ) -> None:
-    db = tmp_path / "j.db"
     with anyio.fail_after(DEADLINE):
-        async with SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
+        async with durable.journal() as journal, durable.store() as store:
             await journaled_turn(journal, store, Tools(), stream())
-        with SQLiteJournal(db) as again:
+        with durable.journal() as again:
             assert (await again.read("turn-1"))[0].kind == "limits"
 
 
 @pytest.mark.parametrize("keep", [None, 0, 1])
 async def test_keep_finished_is_journaled_with_the_limits_and_restored(
-    tmp_path: Path, anyio_backend: str, keep: int | None
+    durable: Durable, anyio_backend: str, keep: int | None
 ) -> None:
-    db = tmp_path / "j.db"
     limits = Limits(max_calls=7)
-    with anyio.fail_after(DEADLINE), SQLiteJournal(db) as journal, SQLiteOutcomeStore(db) as store:
+    with anyio.fail_after(DEADLINE), durable.journal() as journal, durable.store() as store:
         tracker = ToolCallTracker(limits=limits, keep_finished=keep)
         async with (
             DurableTurn(journal, "turn-1", tracker, store=store) as turn,

@@ -6,7 +6,7 @@ Each test runs on asyncio and trio, bounded by ``anyio.fail_after``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -37,13 +37,13 @@ STORES: dict[str, Callable[[pytest.FixtureRequest, Path], OutcomeStore]] = {
 
 
 @pytest.fixture(params=list(STORES))
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OutcomeStore]:
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[OutcomeStore]:
     made = STORES[request.param](request, tmp_path)
     assert isinstance(made, OutcomeStore)
     yield made
-    close = getattr(made, "close", None)
-    if close is not None:
-        close()
+    aclose = getattr(made, "aclose", None)
+    if aclose is not None:  # on the test's event loop: its asyncio clients too
+        await aclose()
 
 
 def said(claim: Claim) -> Claim:

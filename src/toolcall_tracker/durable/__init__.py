@@ -1,4 +1,5 @@
-"""Durable turns: outcomes, a journal, restore and following a turn from any process.
+"""Durable turns: outcomes, a journal, restore and following a turn from any process, on
+SQLite (standard library) or Redis.
 
 A turn recorded in a :class:`Journal` as it happens can be restored and finished in
 another process after a crash; an :class:`SQLiteOutcomeStore` makes sure no tool of it
@@ -7,7 +8,9 @@ runs twice. See the documentation page "Durable turns" (``docs/durable-turns.md`
 - :class:`SQLiteOutcomeStore`: claims with an owner and a lease, and outcomes, in SQLite;
   :class:`RedisOutcomeStore` the same on a Redis server shared by many servers
   (``pip install 'toolcall-tracker[redis]'``; redis-py is imported only when used).
-- :class:`Journal`, :class:`JournalRecord`: the journal protocol; :class:`SQLiteJournal`.
+- :class:`Journal`, :class:`JournalRecord`: the journal protocol; :class:`SQLiteJournal`,
+  and :class:`RedisJournal` (Redis Streams: one stream per turn, followable live from any
+  server with :meth:`RedisJournal.follow`).
 - :class:`DurableTurn`: one turn recorded as it happens, its tools claimed first.
 - :func:`restore`, :class:`RestoredTurn`, :func:`resume_turn`: rebuild and finish a turn;
   :func:`apply_events` replays a record's stream events into any event sink.
@@ -23,6 +26,7 @@ from __future__ import annotations
 from ._ai_sdk import follow_ui_sse, follow_ui_stream
 from ._follow import FollowableJournal
 from ._journal import DurableTurn, Journal, JournalRecord
+from ._redis_journal import RedisJournal
 from ._redis_store import RedisOutcomeStore
 from ._restore import RestoredTurn, apply_events, restore, resume_turn
 from ._sqlite import DurableError, sqlite_path
@@ -35,6 +39,7 @@ __all__ = [
     "FollowableJournal",
     "Journal",
     "JournalRecord",
+    "RedisJournal",
     "RedisOutcomeStore",
     "RestoredTurn",
     "SQLiteJournal",

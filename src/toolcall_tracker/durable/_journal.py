@@ -295,7 +295,9 @@ class DurableTurn:
         turn_id: the turn's key in the journal (new: refused if already recorded).
         tracker: the turn's tracker (new and empty).
         store: where each call is claimed (keys ``"<turn id>:<call id>"``).
-        key_ttl: how long the store keeps the keys: restore the turn within it.
+        key_ttl: how long the store keeps the keys: restore the turn within it (at least
+            the runner's ``approval_ttl``). A journal with a ``ttl`` (seconds it keeps a
+            turn: :class:`RedisJournal`) shorter than it is refused.
         restored: internal (``True`` for a turn rebuilt by
             :func:`~toolcall_tracker.durable.restore`: its ``Limits`` are recorded).
     """
@@ -312,6 +314,14 @@ class DurableTurn:
     ) -> None:
         if not turn_id:
             raise ValueError("turn_id must be a non-empty string")
+        kept = getattr(journal, "ttl", None)  # a journal that forgets turns (Redis's)
+        if isinstance(kept, (int, float)) and kept < key_ttl.total_seconds():
+            raise ValueError(
+                f"the journal keeps a turn {kept:g} s, less than key_ttl "
+                f"({key_ttl.total_seconds():g} s): a turn could be forgotten while it can "
+                "still be resumed; give the journal ttl >= key_ttl (RedisJournal(ttl=...)), "
+                "or a shorter key_ttl"
+            )
         self.journal = journal
         self.turn_id = turn_id
         self.tracker = tracker

@@ -150,7 +150,8 @@ class Connection:
         return await anyio.to_thread.run_sync(self.run, what, op, limiter=limiter)
 
     def close(self) -> None:
-        """Close the blocking client (an asyncio client is closed by :meth:`aclose`)."""
+        """Close the blocking client. An asyncio client can only be closed on its loop:
+        by :meth:`aclose` (which may follow this)."""
         client, self._sync = self._sync, None
         if client is not None:
             client.close()
