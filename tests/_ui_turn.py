@@ -1,25 +1,75 @@
 """A server that streams a journaled turn as an AI SDK UI message stream (the pattern of
 ``examples/chat_app``: ``start``, an ``AISDKListener``'s parts, then the approval requests
-of ``control.pending`` before ``finish``), and the helpers the follow tests compare with.
+of ``control.pending`` before ``finish``), the backends the follow tests share (an SQLite
+file, or a test's keys on the Redis server), and the helpers they compare with.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from toolcall_tracker import RunControl, ToolCallTracker, ToolRunner, tool
 from toolcall_tracker.adapters.ai_sdk import AISDKListener, to_sse
-from toolcall_tracker.durable import DurableTurn, Journal
+from toolcall_tracker.durable import (
+    DurableTurn,
+    FollowableJournal,
+    Journal,
+    RedisJournal,
+    RedisOutcomeStore,
+    SQLiteJournal,
+    SQLiteOutcomeStore,
+)
 from toolcall_tracker.runner import OutcomeStore
 
 SECRET = b"the ui follow tests secret, not for production"
 # Argument text is journaled exactly: a lone surrogate and a terminal escape in it come back
 # the same. (A lone surrogate in a *result* is journaled as U+FFFD, the output rule.)
 ODD = "d\ud800t\x1b[2J"
+
+
+class Shared:
+    """What the servers share: an SQLite file, or the test's keys on the Redis server. Each
+    call opens a journal or store of its own, as another server would."""
+
+    def __init__(self, tmp_path: Path, redis: tuple[str, str] | None) -> None:
+        self.db = tmp_path / "turns.db"
+        self.redis = redis
+        # on the command line: the location, and options after TURN
+        self.location = f"sqlite:///{self.db}" if redis is None else redis[0]
+        self.options = [] if redis is None else ["--prefix", redis[1]]
+
+    @contextmanager
+    def journal(self) -> Iterator[FollowableJournal]:
+        if self.redis is None:
+            with SQLiteJournal(self.db) as journal:
+                yield journal
+        else:
+            with RedisJournal(self.redis[0], prefix=self.redis[1]) as redis_journal:
+                yield redis_journal
+
+    @contextmanager
+    def store(self) -> Iterator[OutcomeStore]:
+        if self.redis is None:
+            with SQLiteOutcomeStore(self.db) as store:
+                yield store
+        else:
+            with RedisOutcomeStore(self.redis[0], prefix=self.redis[1]) as redis_store:
+                yield redis_store
+
+
+def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Shared:
+    """The body of a fixture parametrized ``["sqlite", "redis"]``."""
+    if request.param == "sqlite":
+        return Shared(tmp_path, None)
+    url = request.getfixturevalue("redis_url")
+    return Shared(tmp_path, (url, request.getfixturevalue("redis_prefix")))
 
 
 def make_runner(ran: list[str]) -> ToolRunner:

@@ -98,6 +98,8 @@ async def follow_ui_stream(
             parts.clear()
             for part in ready:
                 yield part
+            if state.finished:  # over (the one rule): whatever the journal's follow does
+                break
     finally:
         await _close(records)
     if state.machine is None:  # pragma: no cover (follow ends only on a finished turn)
@@ -128,9 +130,13 @@ def follow_ui_sse(
     400 before the response starts.
 
     Args:
+        journal: as :func:`follow_ui_stream`.
+        turn_id: as :func:`follow_ui_stream`.
         last_event_id: the request's ``Last-Event-ID`` header, if any: only the parts
             after that one are written.
-        message_id, approval_id, timeout: as :func:`follow_ui_stream`.
+        message_id: as :func:`follow_ui_stream`.
+        approval_id: as :func:`follow_ui_stream`.
+        timeout: as :func:`follow_ui_stream`.
 
     Raises:
         ValueError: ``last_event_id`` is not an id this function writes (a number).

@@ -118,8 +118,9 @@ async def poll_follow(
     poll: float,
 ) -> AsyncIterator[JournalRecord]:
     """Follow a turn by reading it every ``poll`` seconds (``read(turn_id, after)``): yield
-    each committed record after ``after``, stop once the turn is over (see the module
-    docs); :class:`DurableError` if it is not over within ``within`` seconds.
+    each committed record after ``after``, and stop at the record that makes the turn over
+    (see the module docs); :class:`DurableError` if it is not over within ``within``
+    seconds.
 
     The turn's state is rebuilt from its first record even when ``after`` skips some, so
     the stop rule sees the whole turn.
@@ -135,12 +136,12 @@ async def poll_follow(
             seen = record.seq
             if record.seq > after:
                 yield record
-        if state.finished:
-            return
+            if state.finished:  # at the record that finished it, as every follower
+                return
         wait = poll
         if deadline is not None:
             left = deadline - anyio.current_time()
             if left <= 0:
-                raise DurableError(f"turn {turn_id!r} did not end within {within:g} s")
+                raise DurableError(f"turn {turn_id!r} did not finish within {within:g} s")
             wait = min(wait, left)
         await anyio.sleep(wait)
