@@ -64,6 +64,14 @@ class Shared:
                 yield redis_store
 
 
+async def cut_turn(servers: Shared, turn_id: str) -> None:
+    """A turn whose server died after its first call started (it never ends)."""
+    with servers.journal() as journal, servers.store() as store:
+        tracker = ToolCallTracker()
+        async with DurableTurn(journal, turn_id, tracker, store=store):
+            tracker.write_start("c1", "lookup")
+
+
 def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Shared:
     """The body of a fixture parametrized ``["sqlite", "redis"]``."""
     if request.param == "sqlite":

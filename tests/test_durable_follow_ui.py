@@ -18,13 +18,12 @@ import anyio
 import pytest
 
 from _ai_sdk_node import consume, need_node
-from _ui_turn import ODD, Shared, make_runner, serve_turn, shared, turn_events, wire
+from _ui_turn import ODD, Shared, cut_turn, make_runner, serve_turn, shared, turn_events, wire
 from conftest import DEADLINE
 from toolcall_tracker import ToolCallTracker
 from toolcall_tracker.adapters.ai_sdk import SSE_DONE, to_sse
 from toolcall_tracker.durable import (
     DurableError,
-    DurableTurn,
     follow_ui_sse,
     follow_ui_stream,
 )
@@ -139,10 +138,7 @@ async def test_following_a_turn_that_never_ends_times_out(
     anyio_backend: str, servers: Shared
 ) -> None:
     with anyio.fail_after(DEADLINE):
-        with servers.journal() as journal, servers.store() as store:
-            tracker = ToolCallTracker()
-            async with DurableTurn(journal, "turn-1", tracker, store=store):
-                tracker.write_start("c1", "lookup")  # the server died here
+        await cut_turn(servers, "turn-1")
         with servers.journal() as journal:
             seen: list[dict[str, Any]] = []
 
