@@ -175,6 +175,34 @@ async def test_a_follow_that_outlasts_its_timeout_is_a_durable_error(
     assert [r.kind for r in got] == ["limits", "events"]
 
 
+async def test_a_cancelled_follower_stops_and_leaves_the_journal_usable(
+    redis_url: str, redis_prefix: str, anyio_backend: str
+) -> None:
+    got: list[JournalRecord] = []
+    with anyio.fail_after(DEADLINE):
+        async with RedisJournal(redis_url, prefix=redis_prefix) as journal:
+            journal.append("open", "limits", {"limits": {}})
+            await journal.commit()
+
+            first = anyio.Event()
+
+            async def follow() -> None:
+                async for record in journal.follow("open"):  # the turn never ends
+                    got.append(record)
+                    first.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(follow)
+                await first.wait()
+                await anyio.wait_all_tasks_blocked()  # blocked in XREAD BLOCK now
+                tg.cancel_scope.cancel()
+            journal.append("open", "runner", {"n": 1})
+            await journal.commit()
+            records = await journal.read("open")  # the same connections: no stray reply
+    assert [r.kind for r in got] == ["limits"]
+    assert [(r.seq, r.kind) for r in records] == [(1, "limits"), (2, "runner")]
+
+
 async def _from(items: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
     for item in items:
         yield item
