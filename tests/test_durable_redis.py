@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
@@ -26,7 +25,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from _redis import RedisServer, free_port
 from _runner_helpers import call_events
 from conftest import DEADLINE, need_redis_server
-from test_durable_store import Ledger, pending_transfer
+from test_durable_store import Ledger, pending_transfer, race_resumes, save_state
 from toolcall_tracker import Limits, Status, ToolCallTracker, ToolRunner, tool
 from toolcall_tracker.durable import (
     DurableError,
@@ -244,27 +243,11 @@ def test_two_processes_resume_the_same_approval_state_on_redis(
 
     async def prepare() -> None:
         async with RedisOutcomeStore(redis_url, prefix=redis_prefix) as store:
-            pending = await pending_transfer(Ledger().runner(store))
-        decisions = [pending.approve("c1").model_dump_json()]
-        state.write_text(json.dumps({"pending": pending.model_dump_json(), "decisions": decisions}))
+            save_state(state, await pending_transfer(Ledger().runner(store)))
 
     anyio.run(prepare, backend=backend)
-    args = [sys.executable, CHILD, "resume", redis_url, redis_prefix, str(state), str(side)]
-    children = [
-        subprocess.Popen([*args, backend], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        for _ in range(2)
-    ]
-    for child in children:  # both are up and waiting: let them go at once
-        assert child.stdin is not None
-        child.stdin.write("go\n")
-        child.stdin.flush()
-    outputs = [child.communicate(timeout=60)[0] for child in children]
-    assert [child.returncode for child in children] == [0, 0]
-    assert side.read_text().splitlines() == ["transfer bob 5"]  # exactly one process ran it
-    results = [json.loads(out)[0] for out in outputs]
-    assert results[0] == results[1]
-    assert results[0]["status"] == "done"
-    assert results[0]["result"] == "sent 5 to bob"
+    args = [CHILD, "resume", redis_url, redis_prefix, str(state), str(side), backend]
+    race_resumes([sys.executable, *args], side)
 
 
 # -- expiry and trimming ---------------------------------------------------------------------

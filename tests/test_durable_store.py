@@ -257,12 +257,21 @@ def test_two_processes_resuming_the_same_state_run_the_tool_once(
 
     async def prepare() -> None:
         with SQLiteOutcomeStore(db) as store:
-            pending = await pending_transfer(Ledger().runner(store))
-        decisions = [pending.approve("c1").model_dump_json()]
-        state.write_text(json.dumps({"pending": pending.model_dump_json(), "decisions": decisions}))
+            save_state(state, await pending_transfer(Ledger().runner(store)))
 
     anyio.run(prepare, backend=backend)
-    args = [sys.executable, CHILD, "resume", str(db), str(state), str(side), backend]
+    race_resumes([sys.executable, CHILD, "resume", str(db), str(state), str(side), backend], side)
+
+
+def save_state(state: Path, pending: PendingApprovals) -> None:
+    """Write ``pending`` and its approval to ``state`` for the resuming children."""
+    decisions = [pending.approve("c1").model_dump_json()]
+    state.write_text(json.dumps({"pending": pending.model_dump_json(), "decisions": decisions}))
+
+
+def race_resumes(args: list[str], side: Path) -> None:
+    """Start two children resuming the same state (``args``) and let them go at once:
+    exactly one runs the transfer (one line in ``side``), both return its outcome."""
     children = [
         subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         for _ in range(2)

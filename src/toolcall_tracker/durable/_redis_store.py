@@ -43,6 +43,7 @@ import anyio
 import anyio.to_thread
 
 from ..runner import CallOutcome, Claim
+from ._closing import Closing
 from ._leases import LeaseKeeper, check_timing, wait_for_outcome
 from ._redis import Connection
 
@@ -106,7 +107,7 @@ return 1
 """
 
 
-class RedisOutcomeStore:
+class RedisOutcomeStore(Closing):
     """Claims and outcomes of tool calls on a Redis server, shared by every server.
 
     A :class:`~toolcall_tracker.runner.LeasedOutcomeStore`: pass it as
@@ -215,18 +216,6 @@ class RedisOutcomeStore:
         """:meth:`close`, the event loop not waiting for the lease keeper."""
         await anyio.to_thread.run_sync(self._keeper.stop)
         await self._conn.aclose()
-
-    def __enter__(self) -> RedisOutcomeStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> RedisOutcomeStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     # -- helpers ---------------------------------------------------------------------------
 
