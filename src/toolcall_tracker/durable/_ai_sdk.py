@@ -104,7 +104,7 @@ async def follow_ui_stream(
         await _close(records)
     if state.machine is None:  # pragma: no cover (follow ends only on a finished turn)
         raise DurableError(f"turn {turn_id!r} has no records")
-    run_end = state.awaiting or {}
+    run_end = state.run_end or {}
     nonce = run_end.get("nonce")
     for call_id in run_end.get("awaiting") or ():
         listeners[0].approval_request(call_id, approval_id(call_id, nonce))

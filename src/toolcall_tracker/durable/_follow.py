@@ -67,7 +67,7 @@ class FollowState:
             imply.
     """
 
-    __slots__ = ("_listen", "_ran", "awaiting", "machine")
+    __slots__ = ("_listen", "_ran", "machine", "run_end")
 
     def __init__(
         self, listen: Callable[[ToolCallStateMachine], ChangeListener] | None = None
@@ -75,7 +75,7 @@ class FollowState:
         self._listen = listen
         self._ran = False
         self.machine: ToolCallStateMachine | None = None
-        self.awaiting: dict[str, Any] | None = None  # the data of the ``run_end`` record
+        self.run_end: dict[str, Any] | None = None  # the data of the ``run_end`` record
 
     def add(self, record: JournalRecord) -> None:
         """Replay one record (in order). ``limits`` makes the machine (under the turn's
@@ -87,7 +87,7 @@ class FollowState:
         elif record.kind == RUN_END:
             self._machine()
             self._ran = True
-            self.awaiting = record.data if isinstance(record.data, dict) else {}
+            self.run_end = record.data if isinstance(record.data, dict) else {}
 
     @property
     def finished(self) -> bool:
