@@ -67,13 +67,12 @@ class FollowState:
             imply.
     """
 
-    __slots__ = ("_listen", "_ran", "machine", "run_end")
+    __slots__ = ("_listen", "machine", "run_end")
 
     def __init__(
         self, listen: Callable[[ToolCallStateMachine], ChangeListener] | None = None
     ) -> None:
         self._listen = listen
-        self._ran = False
         self.machine: ToolCallStateMachine | None = None
         self.run_end: dict[str, Any] | None = None  # the data of the ``run_end`` record
 
@@ -86,7 +85,6 @@ class FollowState:
             apply_events(self._machine(), record.data)
         elif record.kind == RUN_END:
             self._machine()
-            self._ran = True
             self.run_end = record.data if isinstance(record.data, dict) else {}
 
     @property
@@ -96,7 +94,7 @@ class FollowState:
         machine = self.machine
         if machine is None or machine.end is None:
             return False
-        return self._ran or all(call.status is not Status.RUNNING for call in machine.list())
+        return self.run_end is not None or all(call.status is not Status.RUNNING for call in machine.list())
 
     def _machine(self) -> ToolCallStateMachine:
         if self.machine is None:  # a journal without its ``limits`` record: the defaults
