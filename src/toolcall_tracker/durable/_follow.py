@@ -94,7 +94,9 @@ class FollowState:
         machine = self.machine
         if machine is None or machine.end is None:
             return False
-        return self.run_end is not None or all(call.status is not Status.RUNNING for call in machine.list())
+        return self.run_end is not None or all(
+            call.status is not Status.RUNNING for call in machine.list()
+        )
 
     def _machine(self) -> ToolCallStateMachine:
         if self.machine is None:  # a journal without its ``limits`` record: the defaults
