@@ -33,17 +33,8 @@ async def at_once(tracker: ToolCallTracker) -> None:
 
 
 async def test_a_turn_that_defers_approvals_is_over_at_its_run_end(
-    anyio_backend: str, servers: Shared, request: pytest.FixtureRequest
+    anyio_backend: str, servers: Shared
 ) -> None:
-    if servers.redis is not None:  # known gap, asked of i20-redis in the contract
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                raises=DurableError,
-                reason="RedisJournal.follow stops by _progress.TurnProgress, without the "
-                "run_end rule: it waits for its timeout (remove once it uses FollowState)",
-            )
-        )
     with anyio.fail_after(DEADLINE):
         with servers.journal() as journal, servers.store() as store:
             await serve_turn(journal, store, "turn-1", make_runner([]), at_once)
