@@ -104,6 +104,7 @@ EXIT_USAGE: Final = 2
 """A usage error, or an input that cannot be read."""
 
 _PROG: Final = "toolcall-tracker"
+_JOURNALS: Final = ("sqlite:", "redis:", "rediss:", "unix:")  # how a journal's location starts
 
 
 def _fail(path: str, message: str) -> None:
@@ -158,12 +159,15 @@ def _svg_title(done: Replay) -> str:
 def _cmd_replay(args: argparse.Namespace) -> int:
     """``replay FILE``: print the report (or the JSON document) of one stream."""
     path: str = args.file
-    if path.startswith("sqlite:"):  # a journal: replay one of its turns
+    if path.startswith(_JOURNALS):  # a journal: replay one of its turns
         from ._journal import replay_journal
 
         return replay_journal(args)
-    if args.turn is not None or args.follow:
-        raise _UsageError("TURN and --follow are for a journal (sqlite:///FILE.db TURN)")
+    if args.turn is not None or args.follow or args.prefix is not None:
+        raise _UsageError(
+            "TURN, --follow and --prefix are for a journal (sqlite:///FILE.db TURN or "
+            "redis://host:port/db TURN)"
+        )
     live = _live_wanted(args)
     width = terminal_width()
     report = JsonReport() if args.json else TextReport(width)
@@ -268,11 +272,19 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "file",
         metavar="FILE",
-        help="the recorded stream ('-': stdin), or a journal sqlite:///relative/or/absolute.db",
+        help="the recorded stream ('-': stdin), or a journal: sqlite:///relative/or/absolute.db "
+        "or redis://host:port/db (rediss://, unix:///path?db=N)",
     )
     replay.add_argument("turn", metavar="TURN", nargs="?", help="a journal's turn id")
     replay.add_argument(
-        "--follow", action="store_true", help="journal: poll for new records until the turn ends"
+        "--follow",
+        action="store_true",
+        help="journal: print new records as they are written, until the turn ends",
+    )
+    replay.add_argument(
+        "--prefix",
+        metavar="PREFIX",
+        help="Redis journal: its key prefix (RedisJournal(prefix=...); default toolcall-tracker:)",
     )
     replay.add_argument(
         "--timeout",

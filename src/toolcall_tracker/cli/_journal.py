@@ -1,11 +1,14 @@
-"""``toolcall-tracker replay sqlite:///FILE.db TURN``: print a journaled turn (``--follow``).
+"""``toolcall-tracker replay sqlite:///FILE.db TURN`` or ``replay redis://host:port/db TURN``:
+print a journaled turn (``--follow``: and follow it live).
 
-Reads the turn's records from an SQLite journal (read-only, never creating the file),
-prints one line per record as it reads them, replays the stream events into a state
-machine, and ends with the calls' summary. ``--follow`` polls the file for new records
-until the turn's ``end`` has been read and no call is still running, or ``--timeout``
-seconds passed. Text from the journal is printed escaped (:func:`clean`), like every
-other input of the command line.
+Reads the turn's records from a journal (SQLite: read-only, never creating the file;
+Redis: the turn's stream), prints one line per record as it reads them, replays the
+stream events into a state machine, and ends with the calls' summary. ``--follow`` goes on
+reading new records until the turn is over (its ``end`` read and no call still running,
+or the runner's ``run_end`` read: the one rule of every follower) or ``--timeout``
+seconds passed: SQLite by reading the file again every 0.2 s, Redis by blocking reads
+(``XREAD BLOCK``: each record printed as soon as it is written). Text from the journal is
+printed escaped (:func:`clean`), like every other input of the command line.
 """
 
 from __future__ import annotations
@@ -14,84 +17,133 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import IO, Any, Final
 
 from ..calls import Status
-from ..durable import DurableError, JournalRecord, SQLiteJournal, apply_events
+from ..durable import DurableError, JournalRecord, SQLiteJournal
+from ..durable._follow import FollowState
 from ..machine import ToolCallStateMachine
 from ._text import call_summary, clean, compact_json, count, end_text, write
 
 __all__ = ["replay_journal"]
 
-_POLL: Final = 0.2  # seconds between two reads while following
+_POLL: Final = 0.2  # seconds between two reads of an SQLite file while following
+
+_Show = Callable[[JournalRecord], None]
+
+
+class _Gone(Exception):
+    """The journal could not be read, or the follow gave up (the message says why)."""
 
 
 def replay_journal(args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Run ``replay`` on a journal; the exit code (0 ok, 1 a call failed or the turn did
-    not end ok, 2 no such journal or turn, or the follow timed out before the end)."""
+    not end ok, 2 no such journal or turn, no Redis client or server, or the follow timed
+    out before the end)."""
     out = out or sys.stdout
     location: str = args.file
     turn: str | None = args.turn
     if not turn:
         write(sys.stderr, f"toolcall-tracker: error: {clean(location)}: name the TURN to replay\n")
         return 2
-    machine: ToolCallStateMachine | None = None
-    deadline = time.monotonic() + args.timeout
-    after = 0
-    while True:
-        try:
-            records = SQLiteJournal.read_file(location, turn, after)
-        except DurableError as exc:
-            write(sys.stderr, f"toolcall-tracker: error: {clean(str(exc))}\n")
-            return 2
-        for record in records:
-            machine = _show(record, machine, out, args.json)
-            after = record.seq
-        if machine is None and not args.follow:
-            write(sys.stderr, f"toolcall-tracker: error: no turn {clean(turn)!r} in {location}\n")
-            return 2
-        if not args.follow or (machine is not None and _finished(machine)):
-            break
-        if time.monotonic() >= deadline:
-            write(sys.stderr, f"toolcall-tracker: the turn did not end in {args.timeout:g} s\n")
-            return 2
-        time.sleep(_POLL)
-    assert machine is not None
-    if not args.json:
+    state = FollowState()
+    as_json: bool = args.json
+
+    def show(record: JournalRecord) -> None:
+        state.add(record)
+        _show(record, state.machine, out, as_json)
+
+    if location.startswith("sqlite:") and args.prefix is not None:
+        write(sys.stderr, "toolcall-tracker: error: --prefix is for a Redis journal\n")
+        return 2
+    try:
+        if location.startswith("sqlite:"):
+            _from_sqlite(location, turn, args, show, state)
+        else:  # redis://, rediss://, unix://
+            _from_redis(location, turn, args, show, state)
+    except _Gone as exc:
+        write(sys.stderr, f"toolcall-tracker: {exc}\n")
+        return 2
+    machine = state.machine
+    if machine is None:
+        where = clean(location)
+        write(sys.stderr, f"toolcall-tracker: error: no turn {clean(turn)!r} in {where}\n")
+        return 2
+    if not as_json:
         _summary(machine, out)
     end = machine.end
     failed = any(call.status is Status.ERROR for call in machine.list())
     return 0 if end is not None and end.ok and not failed else 1
 
 
-def _finished(machine: ToolCallStateMachine) -> bool:
-    """The turn ended and no call is left running."""
-    if machine.end is None:
-        return False
-    return all(call.status is not Status.RUNNING for call in machine.list())
+def _from_sqlite(
+    location: str, turn: str, args: argparse.Namespace, show: _Show, state: FollowState
+) -> None:
+    """Read (and follow, by reading again every 0.2 s) a turn in an SQLite file."""
+    deadline = time.monotonic() + args.timeout
+    after = 0
+    while True:
+        try:
+            records = SQLiteJournal.read_file(location, turn, after)
+        except DurableError as exc:
+            raise _Gone(f"error: {clean(str(exc))}") from exc
+        for record in records:
+            show(record)
+            after = record.seq
+        if not args.follow or state.finished:
+            return
+        if time.monotonic() >= deadline:
+            raise _Gone(f"the turn did not end in {args.timeout:g} s")
+        time.sleep(_POLL)
+
+
+def _from_redis(
+    location: str, turn: str, args: argparse.Namespace, show: _Show, state: FollowState
+) -> None:
+    """Read (and follow, with blocking reads) a turn in a Redis journal."""
+    import anyio
+
+    from ..durable import RedisJournal
+
+    options = {} if args.prefix is None else {"prefix": args.prefix}
+
+    async def read() -> bool:
+        async with RedisJournal(location, **options) as journal:
+            if not args.follow:
+                for record in await journal.read(turn):
+                    show(record)
+                return True
+            with anyio.move_on_after(args.timeout) as scope:
+                async for record in journal.follow(turn):
+                    show(record)
+                    if state.finished:
+                        break
+        return not scope.cancelled_caught
+
+    try:
+        ended = anyio.run(read)
+    except ImportError as exc:  # no redis-py: the message names the extra
+        raise _Gone(f"error: {clean(str(exc))}") from exc
+    except (DurableError, ValueError) as exc:
+        raise _Gone(f"error: {clean(str(exc))}") from exc
+    if not ended:
+        raise _Gone(f"the turn did not end in {args.timeout:g} s")
 
 
 def _show(
     record: JournalRecord, machine: ToolCallStateMachine | None, out: IO[str], as_json: bool
-) -> ToolCallStateMachine:
+) -> None:
+    """Print one record (already replayed into ``machine``)."""
     if as_json:
         out.write(json.dumps({"seq": record.seq, "kind": record.kind, "data": record.data}))
         out.write("\n")
-    if record.kind == "limits":
-        from ..limits import Limits
-
-        limits = Limits(**record.data["limits"])
-        if not as_json:
-            out.write(f"[{record.seq}] limits {limits}\n")
-        return ToolCallStateMachine(limits=limits)
-    if machine is None:
-        machine = ToolCallStateMachine()
-    if record.kind == "events":
-        apply_events(machine, record.data)
-        if not as_json:
-            for line in _event_lines(record.data):
-                out.write(f"[{record.seq}] {line}\n")
-    elif not as_json:
+    elif record.kind == "limits" and machine is not None:
+        out.write(f"[{record.seq}] limits {machine.limits}\n")
+    elif record.kind == "events":
+        for line in _event_lines(record.data):
+            out.write(f"[{record.seq}] {line}\n")
+    else:
         data = record.data if isinstance(record.data, dict) else {}
         call_id = clean(str(data.get("id", "")))
         if record.kind == "claim":
@@ -102,7 +154,6 @@ def _show(
         else:
             out.write(f"[{record.seq}] {clean(record.kind)} {clean(compact_json(record.data))}\n")
     out.flush()
-    return machine
 
 
 def _event_lines(items: list[Any]) -> list[str]:

@@ -1,4 +1,5 @@
-"""Durable turns: outcomes, a journal and restore on SQLite (standard library) or Redis.
+"""Durable turns: outcomes, a journal, restore and following a turn from any process, on
+SQLite (standard library) or Redis.
 
 A turn recorded in a :class:`Journal` as it happens can be restored and finished in
 another process after a crash; an :class:`SQLiteOutcomeStore` makes sure no tool of it
@@ -13,11 +14,17 @@ runs twice. See the documentation page "Durable turns" (``docs/durable-turns.md`
 - :class:`DurableTurn`: one turn recorded as it happens, its tools claimed first.
 - :func:`restore`, :class:`RestoredTurn`, :func:`resume_turn`: rebuild and finish a turn;
   :func:`apply_events` replays a record's stream events into any event sink.
+- :class:`FollowableJournal`: a journal whose turns any process can follow live
+  (``follow``); :func:`follow_ui_stream`, :func:`follow_ui_sse`: a journaled turn's AI SDK
+  UI message stream on any server, replayed from its start then followed (resumable
+  streams).
 - :class:`DurableError`: a store or journal could not be read or written.
 """
 
 from __future__ import annotations
 
+from ._ai_sdk import follow_ui_sse, follow_ui_stream
+from ._follow import FollowableJournal
 from ._journal import DurableTurn, Journal, JournalRecord
 from ._redis_journal import RedisJournal
 from ._redis_store import RedisOutcomeStore
@@ -29,6 +36,7 @@ from ._sqlite_store import SQLiteOutcomeStore
 __all__ = [
     "DurableError",
     "DurableTurn",
+    "FollowableJournal",
     "Journal",
     "JournalRecord",
     "RedisJournal",
@@ -37,6 +45,8 @@ __all__ = [
     "SQLiteJournal",
     "SQLiteOutcomeStore",
     "apply_events",
+    "follow_ui_sse",
+    "follow_ui_stream",
     "restore",
     "resume_turn",
     "sqlite_path",

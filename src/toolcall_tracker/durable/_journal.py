@@ -21,6 +21,9 @@ record kind     data (JSON)
 ``runner``      ``{"id", "from", "to", "event"}``: a transition in the runner's table, from
                 its listener hook (approvals and denials among them); an approval with
                 edited arguments also has ``"arguments"`` (JSON, the output rule)
+``run_end``     ``{"awaiting": [ids], "nonce"}``: the runner returned; ``awaiting``: the
+                calls left awaiting a decision in another request (``nonce``: their
+                signed state's, or ``null``). A follower stops at it (``_follow.py``)
 ==============  ==========================================================================
 
 Results and errors are written under the library's one output rule (NaN as ``null``, lone
@@ -368,10 +371,22 @@ class DurableTurn:
         listener: RunnerListener | None = None,
     ) -> list[ToolCall]:
         """``runner.run(tracker, control=control)`` with this turn's start guard, and a
-        runner listener journaling every transition (then telling ``listener``)."""
-        return await runner.run(
+        runner listener journaling every transition (then telling ``listener``).
+
+        When the runner returns, a ``run_end`` record is committed: the calls awaiting a
+        decision in another request (``RunControl(defer_approvals=True)``: still running
+        in the tracker) and their signed state's nonce, if any. A follower stops there
+        (see ``toolcall-tracker replay --follow``)."""
+        calls = await runner.run(
             self.tracker,
             control=control,
             listener=_RunnerRecorder(self.journal, self.turn_id, listener, control),
             start_guard=self.guard(runner),
         )
+        pending = None if control is None else control.pending
+        data: dict[str, Any] = {"awaiting": [], "nonce": None}
+        if pending is not None:
+            data = {"awaiting": [call.call_id for call in pending.calls], "nonce": pending.nonce}
+        self.journal.append(self.turn_id, "run_end", data)
+        await self.journal.commit()
+        return calls

@@ -42,8 +42,8 @@ import anyio
 import anyio.to_thread
 
 from ..limits import Limits
+from ._follow import FollowState
 from ._journal import JournalRecord
-from ._progress import TurnProgress
 from ._redis import SOCKET_TIMEOUT, Connection, key_bytes, on_asyncio
 from ._sqlite import DurableError
 from ._writer import JournalWriter, QueuedJournal, Row
@@ -144,8 +144,8 @@ class RedisJournal(QueuedJournal):
     ) -> AsyncIterator[JournalRecord]:
         """The records of ``turn_id`` after ``after``: those committed, then each new one
         as it is committed, until the turn is finished (its ``end`` read and no call still
-        running: the rule of ``toolcall-tracker replay --follow``): the record that
-        finishes it is the last one yielded.
+        running, or its ``run_end`` read: the rule of every follower, ``_follow.py``): the
+        record that finishes it is the last one yielded.
 
         Args:
             after: yield the records after this position (the turn is still read from its
@@ -156,7 +156,7 @@ class RedisJournal(QueuedJournal):
             DurableError: the turn did not finish within ``timeout``, or Redis failed.
         """
         deadline = None if timeout is None else anyio.current_time() + timeout
-        progress = TurnProgress()
+        progress = FollowState()
         key = key_bytes(self.key(turn_id))
         last = 0
         while True:

@@ -17,12 +17,14 @@ import json
 import os
 import sqlite3
 import urllib.parse
+from collections.abc import AsyncIterator
 from typing import Final
 
 import anyio
 import anyio.to_thread
 
 from ..limits import Limits
+from ._follow import poll_follow
 from ._journal import JournalRecord
 from ._sqlite import Database, DurableError, sqlite_path, transaction
 from ._writer import JournalWriter, QueuedJournal, Row
@@ -105,6 +107,20 @@ class SQLiteJournal(QueuedJournal):
             return [JournalRecord(seq, kind, json.loads(data)) for seq, kind, data in rows]
 
         return await self._db.call("reading the journal", go)
+
+    def follow(
+        self, turn_id: str, after: int = 0, *, timeout: float | None = None, poll: float = 0.05
+    ) -> AsyncIterator[JournalRecord]:
+        """The committed records of ``turn_id`` after ``after``, then each new one as it is
+        committed (read every ``poll`` seconds: SQLite cannot block on a new row), until
+        the turn is over: its ``end`` read and no call still running, or its ``run_end``
+        read (the rule of ``toolcall-tracker replay --follow``).
+
+        Raises:
+            DurableError: the turn was not over within ``timeout`` seconds, or the
+                journal cannot be read.
+        """
+        return poll_follow(self.read, turn_id, after, timeout, poll)
 
     @staticmethod
     def read_file(

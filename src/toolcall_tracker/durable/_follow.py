@@ -1,0 +1,147 @@
+"""Following a journaled turn (private; shared by every follower): when a turn is over,
+and a polling follow for journals that cannot block on new records.
+
+Theory of operation. A follower reads a turn's records in order and replays them into a
+state machine (:class:`FollowState`), exactly as a restore would, but without running
+anything. It stops once the turn is over, which the journal shows in one of two ways:
+
+==============================  ==========================================================
+what was read                   the turn is over when
+==============================  ==========================================================
+the ``end`` event               no call is still ``running`` (every tool's outcome read)
+the ``end`` event, ``run_end``  at once: the runner returned (calls still running await a
+                                decision in another request: ``RunControl(
+                                defer_approvals=True)``)
+==============================  ==========================================================
+
+``run_end`` is written by :meth:`DurableTurn.run <toolcall_tracker.durable.DurableTurn.run>`
+when the runner returns. The command line's ``replay --follow``, every journal's
+``follow`` and the AI SDK UI stream follower use this one rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Final, Protocol, runtime_checkable
+
+import anyio
+
+from ..calls import Status
+from ..changes import ChangeListener
+from ..limits import Limits
+from ..machine import ToolCallStateMachine
+from ._journal import Journal, JournalRecord
+from ._restore import apply_events
+from ._sqlite import DurableError
+
+__all__ = ["RUN_END", "FollowState", "FollowableJournal", "poll_follow"]
+
+RUN_END: Final = "run_end"
+"""The record kind :meth:`DurableTurn.run` writes when the runner returns."""
+
+
+@runtime_checkable
+class FollowableJournal(Journal, Protocol):
+    """A :class:`Journal` any process can follow a turn in (SQLite's and Redis's)."""
+
+    def follow(
+        self, turn_id: str, after: int = 0, *, timeout: float | None = None
+    ) -> AsyncIterator[JournalRecord]:
+        """The committed records of ``turn_id`` after ``after``, then each new one as it is
+        committed, until the turn is over (its ``end`` read and no call still running, or
+        its ``run_end`` read).
+
+        Raises:
+            DurableError: the turn was not over within ``timeout`` seconds, or the journal
+                cannot be read.
+        """
+        ...
+
+
+class FollowState:
+    """A turn replayed from its records as they are read (sans-IO; nothing runs).
+
+    Args:
+        listen: called with the machine as soon as it exists; the listener it returns is
+            subscribed to it (``fragments=True``), so it sees every change the records
+            imply.
+    """
+
+    __slots__ = ("_listen", "machine", "run_end")
+
+    def __init__(
+        self, listen: Callable[[ToolCallStateMachine], ChangeListener] | None = None
+    ) -> None:
+        self._listen = listen
+        self.machine: ToolCallStateMachine | None = None
+        self.run_end: dict[str, Any] | None = None  # the data of the ``run_end`` record
+
+    def add(self, record: JournalRecord) -> None:
+        """Replay one record (in order). ``limits`` makes the machine (under the turn's
+        limits); ``events`` are applied to it; ``run_end`` marks the runner's return."""
+        if record.kind == "limits" and self.machine is None:
+            self.machine = self._new(Limits(**record.data["limits"]))
+        elif record.kind == "events":
+            apply_events(self._machine(), record.data)
+        elif record.kind == RUN_END:
+            self._machine()
+            self.run_end = record.data if isinstance(record.data, dict) else {}
+
+    @property
+    def finished(self) -> bool:
+        """The turn is over: its ``end`` was read and either no call is running or the
+        runner returned (see the module docs)."""
+        machine = self.machine
+        if machine is None or machine.end is None:
+            return False
+        return self.run_end is not None or all(
+            call.status is not Status.RUNNING for call in machine.list()
+        )
+
+    def _machine(self) -> ToolCallStateMachine:
+        if self.machine is None:  # a journal without its ``limits`` record: the defaults
+            self.machine = self._new(Limits())
+        return self.machine
+
+    def _new(self, limits: Limits) -> ToolCallStateMachine:
+        machine = ToolCallStateMachine(limits=limits)
+        if self._listen is not None:
+            machine.subscribe(self._listen(machine), fragments=True)
+        return machine
+
+
+async def poll_follow(
+    read: Callable[[str, int], Awaitable[list[JournalRecord]]],
+    turn_id: str,
+    after: int,
+    within: float | None,
+    poll: float,
+) -> AsyncIterator[JournalRecord]:
+    """Follow a turn by reading it every ``poll`` seconds (``read(turn_id, after)``): yield
+    each committed record after ``after``, and stop at the record that makes the turn over
+    (see the module docs); :class:`DurableError` if it is not over within ``within``
+    seconds.
+
+    The turn's state is rebuilt from its first record even when ``after`` skips some, so
+    the stop rule sees the whole turn.
+    """
+    if not poll > 0:
+        raise ValueError(f"poll must be a positive number of seconds, not {poll!r}")
+    state = FollowState()
+    deadline = None if within is None else anyio.current_time() + within
+    seen = 0
+    while True:
+        for record in await read(turn_id, seen):
+            state.add(record)
+            seen = record.seq
+            if record.seq > after:
+                yield record
+            if state.finished:  # at the record that finished it, as every follower
+                return
+        wait = poll
+        if deadline is not None:
+            left = deadline - anyio.current_time()
+            if left <= 0:
+                raise DurableError(f"turn {turn_id!r} did not finish within {within:g} s")
+            wait = min(wait, left)
+        await anyio.sleep(wait)
