@@ -9,10 +9,12 @@ is under a prefix of its own run, deleted at the end (the server is never flushe
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import shutil
+import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -63,57 +65,57 @@ class RedisBench:
             persistence = "persistence settings not readable"
         return f"Redis {version} ({self.where}; {persistence})"
 
-    def follow_latency(self, count: int, spacing: float, backend: str) -> list[float]:
-        """Seconds from ``append_event`` (the journal's every-event level: one ``XADD``
-        each) to a follower (``RedisJournal.follow``, ``XREAD BLOCK``) in another thread
-        with its own event loop on ``backend`` seeing the event, for ``count`` events sent
-        ``spacing`` seconds apart."""
+    def follow_latency(self, count: int, spacing: float, backend: str | None) -> list[float]:
+        """Seconds from ``append_event`` (the journal's every-event level: its writer
+        thread sends one ``XADD`` each) to a follower in another process
+        (``RedisJournal.follow``: ``XREAD BLOCK``, on ``backend``) seeing the event, for
+        ``count`` events sent ``spacing`` seconds apart. ``backend`` None: the baseline with
+        no journal, redis-py's ``XADD`` to its asyncio client's ``XREAD BLOCK``. Both clocks
+        are the system's ``CLOCK_MONOTONIC``."""
         from toolcall_tracker.durable import RedisJournal
 
-        prefix, turn = f"{self.prefix}follow-{backend}:", "follow"
+        turn = f"follow-{uuid.uuid4().hex}"
+        key = f"{self.prefix}raw-{turn}"
         sent: dict[str, float] = {}
-        seen: dict[str, float] = {}
-        attached = threading.Event()
-        failed: list[BaseException] = []
+        journal = RedisJournal(self.url, prefix=self.prefix)
+        raw = backend is None
 
-        async def follow() -> None:
-            async with RedisJournal(self.url, prefix=prefix) as journal:
-                async for record in journal.follow(turn, timeout=60.0):
-                    now = time.perf_counter()
-                    attached.set()  # it read the first record: it is following
-                    if record.kind == "events":
-                        for item in record.data:
-                            if item[0] == "s":
-                                seen.setdefault(item[1], now)
-                    if len(seen) == count:
-                        return
+        def send(item: list[Any]) -> None:
+            if raw:
+                self.client.xadd(key, {"item": json.dumps(item)})
+            else:
+                journal.append_event(turn, item)
 
-        def follower() -> None:
-            try:
-                anyio.run(follow, backend=backend)
-            except BaseException as exc:  # reported by the writer
-                failed.append(exc)
-                attached.set()
-
-        async def write() -> None:
-            async with RedisJournal(self.url, prefix=prefix) as journal:
+        async def write() -> str:
+            async with journal:
                 journal.append(turn, "limits", {"limits": {}})
                 await journal.commit()
-                thread = threading.Thread(target=follower)
-                thread.start()
-                await anyio.to_thread.run_sync(attached.wait)
-                for number in range(count):
-                    key = f"e{number}"
-                    sent[key] = time.perf_counter()
-                    journal.append_event(turn, ["s", key, "probe"])
-                    await anyio.sleep(spacing)  # pacing: one event at a time
-                journal.append_event(turn, ["e", True, None])
-                await journal.commit()
-                await anyio.to_thread.run_sync(thread.join)
+                args = [sys.executable, __file__, self.url, key, "raw"]
+                if backend is not None:
+                    args[3:] = [self.prefix, turn, backend]
+                else:  # the first entry, as the journal's limits record
+                    self.client.xadd(key, {"item": "[]"})
+                popen = functools.partial(subprocess.Popen, stdout=subprocess.PIPE, text=True)
+                child = await anyio.to_thread.run_sync(popen, args)
+                assert child.stdout is not None
+                try:
+                    said = await anyio.to_thread.run_sync(child.stdout.readline)
+                    if said != "following\n":  # it failed (its error is above)
+                        raise SystemExit(f"the follower process failed: {said!r}")
+                    for number in range(count):
+                        sent[f"e{number}"] = now()
+                        send(["s", f"e{number}", "probe"])
+                        await anyio.sleep(spacing)  # pacing: one event at a time
+                    send(["e", True, None])  # the follower stops
+                    await journal.commit()
+                    out, _ = await anyio.to_thread.run_sync(child.communicate, None, 60.0)
+                finally:
+                    if child.poll() is None:
+                        child.kill()
+                    child.wait()
+                return str(out)
 
-        anyio.run(write)
-        if failed:
-            raise failed[0]
+        seen = json.loads(anyio.run(write))
         return [seen[key] - sent[key] for key in sent]
 
     def close(self) -> None:
@@ -163,3 +165,56 @@ def redis_bench(url: str | None, report: Callable[[str], None]) -> Iterator[Redi
             yield bench
         finally:
             bench.close()
+
+
+def now() -> float:
+    """The system's monotonic clock (the same in every process)."""
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
+async def follower(url: str, prefix: str, turn: str) -> None:
+    """Follow ``turn`` until it finishes; print ``following`` once attached, then when
+    each ``start`` event was seen (JSON: its call id -> :func:`now`)."""
+    from toolcall_tracker.durable import RedisJournal
+
+    seen: dict[str, float] = {}
+    async with RedisJournal(url, prefix=prefix) as journal:
+        async for record in journal.follow(turn, timeout=120.0):
+            at = now()
+            if record.kind == "limits":
+                print("following", flush=True)
+            elif record.kind == "events":
+                for item in record.data:
+                    if item[0] == "s":
+                        seen.setdefault(item[1], at)
+    print(json.dumps(seen), flush=True)
+
+
+async def raw_follower(url: str, key: str) -> None:
+    """The baseline: redis-py's asyncio client reading stream ``key`` with ``XREAD
+    BLOCK`` until an ``end`` item; prints as :func:`follower` does."""
+    import redis.asyncio
+
+    seen: dict[str, float] = {}
+    client = redis.asyncio.Redis.from_url(url)
+    last, ended = "0-0", False
+    while not ended:
+        reply = await client.xread({key: last}, count=1000, block=10_000)
+        at = now()
+        for _, page in reply or ():
+            for entry, fields in page:
+                last, item = entry, json.loads(fields[b"item"])
+                if not item:
+                    print("following", flush=True)
+                elif item[0] == "s":
+                    seen.setdefault(item[1], at)
+                ended = ended or item[:1] == ["e"]
+    await client.aclose()
+    print(json.dumps(seen), flush=True)
+
+
+if __name__ == "__main__":  # a follower process: URL PREFIX TURN BACKEND, or URL KEY raw
+    if sys.argv[3] == "raw":
+        anyio.run(raw_follower, *sys.argv[1:3], backend="asyncio")
+    else:
+        anyio.run(follower, *sys.argv[1:4], backend=sys.argv[4])
