@@ -1,24 +1,36 @@
-"""Benchmark of the SQLite journal: CPU per event per durability level, restore, follower.
+"""Benchmark of the journals (SQLite, Redis): CPU per event per durability level, restore,
+follower.
 
 Usage (from the repository root)::
 
     .venv/bin/python benchmarks/journal.py            # full run
     .venv/bin/python benchmarks/journal.py --quick    # small sizes, seconds (CI)
+    .venv/bin/python benchmarks/journal.py --redis redis://127.0.0.1:6379/0
 
-Reports, in one run:
+Reports, in one run, for the SQLite journal (a file in a temporary directory,
+``synchronous=FULL``) and then the Redis one:
 
 - per durability level (every event; batched every 5 ms), the process CPU time per event
   (``time.process_time``: every thread, the journal's writer included) of one turn of the
   8 calls x 2 KB workload (seed events applied to a tracker) recorded through a
   ``DurableTurn``, minus the same turn with no journal; the turns run one after the other
-  in one event loop (after a warm-up turn); the median of the repeats;
+  in one event loop (after a warm-up turn); the median of the repeats. On Redis, also the
+  server's own CPU per event (``INFO cpu``, warm-up turn included);
 - the wall time of ``restore`` of a turn of 100,000 events, with each call's deltas in a
   row (the journal joins them into one item) and interleaved round-robin (it cannot);
-- a polling follower's latency: how long after ``append_event`` a reader polling the file
-  every 10 ms (``SQLiteJournal.read_file``) sees the event, at the batched level.
+- SQLite: a polling follower's latency: how long after ``append_event`` a reader polling
+  the file every 10 ms (``SQLiteJournal.read_file``) sees the event, at the batched level;
+- Redis: a live follower's latency: how long after ``append_event`` (every-event level) a
+  ``RedisJournal.follow`` in another process (asyncio, then trio) sees the event, p50 /
+  p99 / max, beside the baseline of redis-py's own ``XADD`` to ``XREAD BLOCK``.
 
 Targets (issue 19): batched adds at most 2 us per event; 100,000 events restore in < 1 s.
-The journal is a file in a temporary directory (``synchronous=FULL``).
+Target (issue 20): the Redis follower's p99 under 5 ms on loopback.
+
+The Redis server: ``--redis URL``, else ``$TOOLCALL_TRACKER_REDIS_URL``, else a private
+``redis-server`` (AOF, ``appendfsync always``) if one is on ``PATH``, else the Redis rows
+are skipped with the reason (``--no-redis`` skips them). Its keys are under a prefix of
+the run's own, deleted at the end.
 """
 
 from __future__ import annotations
