@@ -39,6 +39,19 @@ def _no_redis(reason: str) -> None:
     pytest.skip(f"no Redis: {reason}")
 
 
+def need_redis_server() -> None:
+    """Skip (or fail, in CI) unless redis-py and a ``redis-server`` binary are here: for
+    tests that start (and kill) private servers of their own."""
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        _no_redis("redis-py is not installed (pip install 'toolcall-tracker[redis]')")
+    from _redis import redis_server_binary
+
+    if redis_server_binary() is None:
+        _no_redis("no redis-server on PATH (apt-get install redis-server)")
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     """A Redis server's URL: ``$TOOLCALL_TRACKER_REDIS_URL``, else a private

@@ -2,7 +2,8 @@
 idempotent take-over, retried and concurrent resumes, a locked database failing closed.
 
 Every async test runs on asyncio and trio, bounded by ``anyio.fail_after``; every store is
-a real SQLite file in ``tmp_path``.
+a real SQLite file in ``tmp_path``; the tests taking the ``durable`` fixture run on a real
+Redis server too (``RedisOutcomeStore``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
+from _backends import Durable
 from _runner_helpers import call_events, from_list
 from conftest import DEADLINE
 from toolcall_tracker import (
@@ -50,8 +52,8 @@ def a_call(call_id: str = "c1", name: str = "transfer") -> ToolCall:
     return ToolCall(id=call_id, name=name, status=Status.RUNNING)
 
 
-async def test_claim_record_get_round_trip(tmp_path: Path, anyio_backend: str) -> None:
-    with anyio.fail_after(DEADLINE), SQLiteOutcomeStore(tmp_path / "s.db", owner="me") as store:
+async def test_claim_record_get_round_trip(durable: Durable, anyio_backend: str) -> None:
+    with anyio.fail_after(DEADLINE), durable.store(owner="me") as store:
         assert isinstance(store, OutcomeStore)
         assert isinstance(store, LeasedOutcomeStore)
         first = await store.claim("k", expires_at=LATER)
@@ -74,13 +76,12 @@ async def test_claim_record_get_round_trip(tmp_path: Path, anyio_backend: str) -
 
 
 async def test_a_live_lease_is_waited_for_and_its_outcome_returned(
-    tmp_path: Path, anyio_backend: str
+    durable: Durable, anyio_backend: str
 ) -> None:
-    path = tmp_path / "s.db"
     with (
         anyio.fail_after(DEADLINE),
-        SQLiteOutcomeStore(path, owner="a", lease=5.0) as a,
-        SQLiteOutcomeStore(path, owner="b", lease=5.0, wait=5.0, poll=0.01) as b,
+        durable.store(owner="a", lease=5.0) as a,
+        durable.store(owner="b", lease=5.0, wait=5.0, poll=0.01) as b,
     ):
         assert (await a.claim("k", expires_at=LATER)).won
         outcome = CallOutcome.of("done by a", None)
@@ -99,14 +100,13 @@ async def test_a_live_lease_is_waited_for_and_its_outcome_returned(
 
 
 async def test_an_expired_lease_without_outcome_is_in_doubt_and_never_rerun(
-    tmp_path: Path, anyio_backend: str
+    durable: Durable, anyio_backend: str
 ) -> None:
-    path = tmp_path / "s.db"
     with anyio.fail_after(DEADLINE):
-        dead = SQLiteOutcomeStore(path, owner="dead", lease=0.2)
+        dead = durable.store(owner="dead", lease=0.2)
         assert (await dead.claim("turn:c1", expires_at=LATER)).won
         dead.close()  # the process "died": nobody renews its lease
-        with SQLiteOutcomeStore(path, owner="b", lease=5.0, poll=0.02) as b:
+        with durable.store(owner="b", lease=5.0, poll=0.02) as b:
             claim = await b.claim("turn:c1", expires_at=LATER)
             assert not claim.won
             assert claim.outcome is None
@@ -119,17 +119,16 @@ async def test_an_expired_lease_without_outcome_is_in_doubt_and_never_rerun(
 
 
 async def test_an_idempotent_tool_takes_over_an_expired_lease(
-    tmp_path: Path, anyio_backend: str
+    durable: Durable, anyio_backend: str
 ) -> None:
-    path = tmp_path / "s.db"
     with anyio.fail_after(DEADLINE):
-        dead = SQLiteOutcomeStore(path, owner="dead", lease=0.2)
+        dead = durable.store(owner="dead", lease=0.2)
         assert (await dead.claim("turn:c1", expires_at=LATER)).won
         dead.close()
-        with SQLiteOutcomeStore(path, owner="b", lease=5.0, poll=0.02) as b:
+        with durable.store(owner="b", lease=5.0, poll=0.02) as b:
             guard = StoreGuard(b, "turn", LATER, frozenset({"lookup"}))
             assert await guard.claim(a_call(name="lookup")) is None  # won: it runs again
-        with SQLiteOutcomeStore(path, owner="c", wait=0) as c:
+        with durable.store(owner="c", wait=0) as c:
             claim = await c.claim("turn:c1", expires_at=LATER)  # now held by b, live
             assert claim.owner == "b"
             assert not claim.won
@@ -137,13 +136,12 @@ async def test_an_idempotent_tool_takes_over_an_expired_lease(
 
 
 async def test_the_lease_is_renewed_while_the_holder_lives(
-    tmp_path: Path, anyio_backend: str
+    durable: Durable, anyio_backend: str
 ) -> None:
-    path = tmp_path / "s.db"
     with (
         anyio.fail_after(DEADLINE),
-        SQLiteOutcomeStore(path, owner="a", lease=0.3) as a,
-        SQLiteOutcomeStore(path, owner="b", wait=1.0, poll=0.05) as b,
+        durable.store(owner="a", lease=0.3) as a,
+        durable.store(owner="b", wait=1.0, poll=0.05) as b,
     ):
         first = await a.claim("k", expires_at=LATER)
         claim = await b.claim("k", expires_at=LATER)  # waits a full second: 3 leases
@@ -155,8 +153,8 @@ async def test_the_lease_is_renewed_while_the_holder_lives(
         assert not claim.lease_expired()
 
 
-async def test_expired_keys_are_forgotten(tmp_path: Path, anyio_backend: str) -> None:
-    with anyio.fail_after(DEADLINE), SQLiteOutcomeStore(tmp_path / "s.db") as store:
+async def test_expired_keys_are_forgotten(durable: Durable, anyio_backend: str) -> None:
+    with anyio.fail_after(DEADLINE), durable.store() as store:
         past = datetime.now(timezone.utc) - timedelta(seconds=1)
         assert (await store.claim("old", expires_at=past)).won
         assert (await store.claim("new", expires_at=LATER)).won
@@ -211,17 +209,16 @@ async def pending_transfer(runner: ToolRunner) -> PendingApprovals:
 
 
 async def test_a_retried_resume_returns_the_recorded_outcome(
-    tmp_path: Path, anyio_backend: str
+    durable: Durable, anyio_backend: str
 ) -> None:
-    path = tmp_path / "s.db"
     ledger = Ledger()
     with anyio.fail_after(DEADLINE):
-        with SQLiteOutcomeStore(path) as store:
+        with durable.store() as store:
             runner = ledger.runner(store)
             pending = await pending_transfer(runner)
             decision = pending.approve("c1")
             first = await runner.resume(pending, [decision])
-        with SQLiteOutcomeStore(path) as store:  # a retry served by a fresh process
+        with durable.store() as store:  # a retry served by a fresh process
             second = await ledger.runner(store).resume(pending, [decision])
     assert ledger.ran == [("bob", 5)]
     assert first[0].status is Status.DONE
@@ -260,12 +257,21 @@ def test_two_processes_resuming_the_same_state_run_the_tool_once(
 
     async def prepare() -> None:
         with SQLiteOutcomeStore(db) as store:
-            pending = await pending_transfer(Ledger().runner(store))
-        decisions = [pending.approve("c1").model_dump_json()]
-        state.write_text(json.dumps({"pending": pending.model_dump_json(), "decisions": decisions}))
+            save_state(state, await pending_transfer(Ledger().runner(store)))
 
     anyio.run(prepare, backend=backend)
-    args = [sys.executable, CHILD, "resume", str(db), str(state), str(side), backend]
+    race_resumes([sys.executable, CHILD, "resume", str(db), str(state), str(side), backend], side)
+
+
+def save_state(state: Path, pending: PendingApprovals) -> None:
+    """Write ``pending`` and its approval to ``state`` for the resuming children."""
+    decisions = [pending.approve("c1").model_dump_json()]
+    state.write_text(json.dumps({"pending": pending.model_dump_json(), "decisions": decisions}))
+
+
+def race_resumes(args: list[str], side: Path) -> None:
+    """Start two children resuming the same state (``args``) and let them go at once:
+    exactly one runs the transfer (one line in ``side``), both return its outcome."""
     children = [
         subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         for _ in range(2)

@@ -1,19 +1,24 @@
-"""A hypothesis state machine of the SQLite outcome store: three owners (three stores on
-one file, as three processes would be) claim, take over and record keys while a clock
-moves and the file is sometimes locked by somebody else.
+"""A hypothesis state machine of the durable outcome stores: three owners (three stores on
+one file or one Redis server, as three processes would be) claim, take over and record
+keys while a clock moves and faults come and go: the SQLite file locked by somebody else,
+or the Redis server killed with SIGKILL and restarted (AOF, ``appendfsync always``).
 
 A model predicts every answer: a key nobody holds (or expired) is won with a fresh lease;
 a held key reports its holder, lease and outcome; ``take_over`` wins only an expired lease
-with no outcome; ``record`` stores the outcome and ends the lease; a locked file makes the
-call raise :class:`DurableError` and changes nothing. Invariants: the file holds what the
-model says. It runs on asyncio and trio, each through one blocking portal, with an
-injected clock (leases never renewed by the keeper thread during a run).
+with no outcome; ``record`` stores the outcome and ends the lease; during a fault the call
+raises :class:`DurableError` and changes nothing. Invariants: the file or the server holds
+what the model says (on Redis: after every restart too, so nothing acknowledged is lost).
+It runs on asyncio and trio, each through one blocking portal, with an injected clock
+(leases never renewed by the keeper thread during a run).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import tempfile
+import time
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -24,7 +29,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from toolcall_tracker.durable import DurableError, SQLiteOutcomeStore
+from _redis import RedisServer
+from conftest import need_redis_server
+from toolcall_tracker.durable import DurableError, RedisOutcomeStore, SQLiteOutcomeStore
 from toolcall_tracker.runner import CallOutcome
 
 OWNERS = ("p0", "p1", "p2")
@@ -34,7 +41,11 @@ EXPIRES = 10_000.0  # seconds after the start when the keys expire
 
 
 class StoreMachine(RuleBasedStateMachine):
+    """The SQLite store (the fault: the file locked by another connection)."""
+
     backend = "asyncio"
+    expiry = EXPIRES  # the keys' expiry, in seconds after the start
+    fault = "locked"  # what a DurableError during a fault says
 
     def __init__(self) -> None:
         super().__init__()
@@ -42,36 +53,69 @@ class StoreMachine(RuleBasedStateMachine):
         self.portal: BlockingPortal = self._portal_cm.__enter__()
         self._dir = tempfile.TemporaryDirectory()
         self.path = Path(self._dir.name) / "s.db"
-        self.now = 1_000_000.0
+        self.now = self.first_time()
         self.start = self.now
-        self.stores = {
-            owner: SQLiteOutcomeStore(
-                self.path, owner=owner, lease=LEASE, wait=0, busy_timeout=0, clock=self.clock
-            )
-            for owner in OWNERS
-        }
+        self.stores = {owner: self.make_store(owner) for owner in OWNERS}
         # the model: key -> [holder, lease_until, outcome or None]
         self.model: dict[str, list[Any]] = {}
         self.locker: sqlite3.Connection | None = None
+
+    # -- the backend: SQLite here, Redis in RedisStoreMachine ------------------------------
+
+    def first_time(self) -> float:
+        return 1_000_000.0
+
+    def make_store(self, owner: str) -> Any:
+        return SQLiteOutcomeStore(
+            self.path, owner=owner, lease=LEASE, wait=0, busy_timeout=0, clock=self.clock
+        )
+
+    @property
+    def faulty(self) -> bool:
+        return self.locker is not None
+
+    def break_it(self) -> None:
+        if self.locker is None:
+            self.locker = sqlite3.connect(self.path, isolation_level=None)
+            self.locker.execute("BEGIN EXCLUSIVE")
+
+    def repair(self) -> None:
+        if self.locker is not None:
+            self.locker.execute("ROLLBACK")
+            self.locker.close()
+            self.locker = None
+
+    def stored(self) -> dict[str, str | None]:
+        """Every key's outcome text as the store holds it."""
+        conn = sqlite3.connect(self.path)
+        try:
+            return dict(conn.execute("SELECT key, outcome FROM toolcall_outcomes").fetchall())
+        finally:
+            conn.close()
+
+    def close_backend(self) -> None:
+        self.repair()
+        for store in self.stores.values():
+            store.close()
+
+    # -- the machine -----------------------------------------------------------------------
 
     def clock(self) -> float:
         return self.now
 
     def teardown(self) -> None:
-        if self.locker is not None:
-            self.locker.rollback()
-            self.locker.close()
-        for store in self.stores.values():
-            store.close()
-        self._portal_cm.__exit__(None, None, None)
-        self._dir.cleanup()
+        try:
+            self.close_backend()
+        finally:
+            self._portal_cm.__exit__(None, None, None)
+            self._dir.cleanup()
 
     def expires(self) -> datetime:
-        return datetime.fromtimestamp(self.start + EXPIRES, timezone.utc)
+        return datetime.fromtimestamp(self.start + self.expiry, timezone.utc)
 
     def _live(self, key: str) -> list[Any] | None:
         entry = self.model.get(key)
-        if entry is not None and self.now >= self.start + EXPIRES:
+        if entry is not None and self.now >= self.start + self.expiry:
             return None  # expired keys are forgotten
         return entry
 
@@ -81,22 +125,17 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule()
     def lock(self) -> None:
-        if self.locker is None:
-            self.locker = sqlite3.connect(self.path, isolation_level=None)
-            self.locker.execute("BEGIN EXCLUSIVE")
+        self.break_it()
 
     @rule()
     def unlock(self) -> None:
-        if self.locker is not None:
-            self.locker.execute("ROLLBACK")
-            self.locker.close()
-            self.locker = None
+        self.repair()
 
     @rule(owner=st.sampled_from(OWNERS), key=st.sampled_from(KEYS))
     def claim(self, owner: str, key: str) -> None:
         store = self.stores[owner]
-        if self.locker is not None:
-            with pytest.raises(DurableError, match="locked"):
+        if self.faulty:
+            with pytest.raises(DurableError, match=self.fault):
                 self.portal.call(lambda: store.claim(key, expires_at=self.expires()))
             return
         got = self.portal.call(lambda: store.claim(key, expires_at=self.expires()))
@@ -116,8 +155,8 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(owner=st.sampled_from(OWNERS), key=st.sampled_from(KEYS))
     def take_over(self, owner: str, key: str) -> None:
         store = self.stores[owner]
-        if self.locker is not None:
-            with pytest.raises(DurableError, match="locked"):
+        if self.faulty:
+            with pytest.raises(DurableError, match=self.fault):
                 self.portal.call(lambda: store.take_over(key, expires_at=self.expires()))
             return
         got = self.portal.call(lambda: store.take_over(key, expires_at=self.expires()))
@@ -134,8 +173,8 @@ class StoreMachine(RuleBasedStateMachine):
     def record(self, owner: str, key: str, value: int) -> None:
         store = self.stores[owner]
         outcome = CallOutcome.of(value, None)
-        if self.locker is not None:
-            with pytest.raises(DurableError, match="locked"):
+        if self.faulty:
+            with pytest.raises(DurableError, match=self.fault):
                 self.portal.call(store.record, key, outcome)
             return
         self.portal.call(store.record, key, outcome)
@@ -148,13 +187,9 @@ class StoreMachine(RuleBasedStateMachine):
 
     @invariant()
     def the_file_holds_the_model(self) -> None:
-        if self.locker is not None:
+        if self.faulty:
             return
-        conn = sqlite3.connect(self.path)
-        try:
-            rows = dict(conn.execute("SELECT key, outcome FROM toolcall_outcomes").fetchall())
-        finally:
-            conn.close()
+        rows = self.stored()
         for key, entry in self.model.items():
             if self._live(key) is None:
                 continue
@@ -169,7 +204,72 @@ class TrioStoreMachine(StoreMachine):
     backend = "trio"
 
 
+class RedisStoreMachine(StoreMachine):
+    """The Redis store on a private server (the fault: the server killed with SIGKILL, then
+    restarted on the same data). Its keys expire by the server's real clock, so the model's
+    clock starts now and never reaches the expiry (expiry has its own tests)."""
+
+    expiry = 1e7
+    fault = "Redis server"
+
+    def first_time(self) -> float:
+        need_redis_server()
+        self.server = RedisServer(Path(self._dir.name)).start()
+        self.prefix = f"stateful:{uuid.uuid4().hex}:"
+        self.down = False
+        return float(int(time.time()))  # whole seconds: the leases are in milliseconds
+
+    def make_store(self, owner: str) -> Any:
+        return RedisOutcomeStore(
+            self.server.url, owner=owner, lease=LEASE, wait=0, clock=self.clock, prefix=self.prefix
+        )
+
+    @property
+    def faulty(self) -> bool:
+        return self.down
+
+    def break_it(self) -> None:
+        self.server.kill()
+        self.down = True
+
+    def repair(self) -> None:
+        if self.down:
+            self.server.start()
+            self.down = False
+            # The first command on a connection the old server closed may fail (it may have
+            # been sent: never retried); then the store reconnects. Read through each one.
+            for store in self.stores.values():
+                with contextlib.suppress(DurableError):
+                    self.portal.call(store.get, "k0")
+
+    def stored(self) -> dict[str, str | None]:
+        import redis
+
+        client = redis.Redis.from_url(self.server.url)
+        try:
+            return {
+                key: client.hget(f"{self.prefix}outcome:{key}", "outcome") for key in self.model
+            }
+        finally:
+            client.close()
+
+    def close_backend(self) -> None:
+        try:
+            for store in self.stores.values():
+                self.portal.call(store.aclose)  # its asyncio client, on its loop
+        finally:
+            self.server.stop()
+
+
+class TrioRedisStoreMachine(RedisStoreMachine):
+    backend = "trio"
+
+
 TestStoreAsyncio = StoreMachine.TestCase
 TestStoreAsyncio.settings = settings(max_examples=25, stateful_step_count=25, deadline=None)
 TestStoreTrio = TrioStoreMachine.TestCase
 TestStoreTrio.settings = settings(max_examples=25, stateful_step_count=25, deadline=None)
+TestRedisStoreAsyncio = RedisStoreMachine.TestCase
+TestRedisStoreAsyncio.settings = settings(max_examples=20, stateful_step_count=25, deadline=None)
+TestRedisStoreTrio = TrioRedisStoreMachine.TestCase
+TestRedisStoreTrio.settings = settings(max_examples=20, stateful_step_count=25, deadline=None)

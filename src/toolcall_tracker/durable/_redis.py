@@ -9,9 +9,11 @@ on the blocking client in a worker thread under the connection's own limiter. Th
 their own (a journal's writer, a store's lease keeper) call :meth:`Connection.run`.
 
 Retries are off: a command whose answer was lost may or may not have happened, so a lost
-connection is an error, never a silent second ``XADD``. Every redis-py error (and
-``OSError``) comes out as :class:`DurableError` naming the server (password hidden) and
-what could not be done, the cause chained.
+connection is an error, never a silent second ``XADD``. After a lost connection the
+asyncio client drops every pooled connection (the blocking client checks each one before
+use), so a restarted server costs one failed command, not one per pooled connection.
+Every redis-py error (and ``OSError``) comes out as :class:`DurableError` naming the
+server (password hidden) and what could not be done, the cause chained.
 
 redis-py is imported here, lazily: without it, opening a Redis journal or store raises an
 ``ImportError`` naming ``pip install 'toolcall-tracker[redis]'``.
@@ -20,6 +22,7 @@ redis-py is imported here, lazily: without it, opening a Redis journal or store 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import urllib.parse
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
@@ -140,9 +143,12 @@ class Connection:
         thread (the event loop never waits for Redis)."""
         if on_asyncio():
             redis = self._redis
+            client = self._aio_client()
             try:
-                return await op(self._aio_client())
+                return await op(client)
             except (redis.RedisError, OSError) as exc:
+                if isinstance(exc, (redis.ConnectionError, redis.TimeoutError, OSError)):
+                    await _reset(client)
                 raise self.error(what, exc) from exc
         limiter = self._limiter
         if limiter is None:
@@ -162,3 +168,9 @@ class Connection:
         if held is not None and on_asyncio() and held[0] is asyncio.get_running_loop():
             await held[1].aclose()
         await anyio.to_thread.run_sync(self.close)
+
+
+async def _reset(client: Any) -> None:
+    """Drop the pooled connections of an asyncio client whose connection was lost."""
+    with contextlib.suppress(Exception):  # closing dead sockets
+        await client.connection_pool.disconnect()

@@ -46,7 +46,7 @@ from ._journal import JournalRecord
 from ._progress import TurnProgress
 from ._redis import SOCKET_TIMEOUT, Connection, on_asyncio
 from ._sqlite import DurableError
-from ._writer import JournalWriter, Row
+from ._writer import JournalWriter, QueuedJournal, Row
 
 __all__ = ["RedisJournal"]
 
@@ -55,7 +55,7 @@ _BLOCK: Final = SOCKET_TIMEOUT / 2  # the longest XREAD BLOCK on asyncio (second
 _TRIO_BLOCK: Final = 0.25  # on a worker thread: how late a cancelled follower may stop
 
 
-class RedisJournal:
+class RedisJournal(QueuedJournal):
     """Turns recorded in Redis Streams, readable and followable from any server.
 
     Args:
@@ -119,19 +119,7 @@ class RedisJournal:
         """The stream key of ``turn_id``."""
         return f"{self.prefix}turn:{turn_id}"
 
-    # -- the protocol ------------------------------------------------------------------
-
-    def append_event(self, turn_id: str, item: list[Any]) -> None:
-        """Queue one stream event of ``turn_id``."""
-        self._writer.append_event(turn_id, item)
-
-    def append(self, turn_id: str, kind: str, data: Any) -> None:
-        """Queue one record (written by the next :meth:`commit`, or the writer)."""
-        self._writer.append(turn_id, kind, data)
-
-    async def commit(self) -> None:
-        """Return once every record queued before this call is acknowledged by Redis."""
-        await self._writer.commit()
+    # -- reading (append, append_event and commit: QueuedJournal) ---------------------
 
     async def read(self, turn_id: str, after: int = 0) -> list[JournalRecord]:
         """The committed records of ``turn_id`` after ``after``, in order."""
@@ -224,18 +212,6 @@ class RedisJournal:
         """:meth:`close`, the event loop not waiting for the writer."""
         await anyio.to_thread.run_sync(self._writer.close)
         await self._conn.aclose()
-
-    def __enter__(self) -> RedisJournal:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> RedisJournal:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     # -- the writer ----------------------------------------------------------------------
 

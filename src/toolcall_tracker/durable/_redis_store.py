@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, Final
 
@@ -42,12 +43,20 @@ import anyio
 import anyio.to_thread
 
 from ..runner import CallOutcome, Claim
+from ._closing import Closing
 from ._leases import LeaseKeeper, check_timing, wait_for_outcome
 from ._redis import Connection
 
 __all__ = ["RedisOutcomeStore"]
 
-_NOW: Final = "local t = redis.call('TIME') local now = t[1] * 1000 + math.floor(t[2] / 1000) "
+# now, in ms: the Redis server's clock, or the store's injected clock (the last argument)
+_NOW: Final = """
+local now = tonumber(ARGV[#ARGV])
+if not now then
+  local t = redis.call('TIME')
+  now = t[1] * 1000 + math.floor(t[2] / 1000)
+end
+"""
 _CLAIM: Final = (
     _NOW
     + """
@@ -98,7 +107,7 @@ return 1
 """
 
 
-class RedisOutcomeStore:
+class RedisOutcomeStore(Closing):
     """Claims and outcomes of tool calls on a Redis server, shared by every server.
 
     A :class:`~toolcall_tracker.runner.LeasedOutcomeStore`: pass it as
@@ -120,6 +129,8 @@ class RedisOutcomeStore:
         ttl: seconds an outcome recorded for a key that was never claimed here (or had
             expired) is kept; claimed keys live until the claim's ``expires_at``.
         prefix: the start of every key this store writes (``{prefix}outcome:{key}``).
+        clock: the wall-clock time in seconds, for tests (default: the Redis server's
+            clock, shared by every server using it).
 
     Raises:
         ValueError: a bad URL or setting.
@@ -136,6 +147,7 @@ class RedisOutcomeStore:
         poll: float = 0.05,
         ttl: float = 30 * 86400,
         prefix: str = "toolcall-tracker:",
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self._wait = check_timing(lease, wait, poll)
         if not ttl > 0:
@@ -146,6 +158,7 @@ class RedisOutcomeStore:
         self._lease_ms = max(1, round(lease * 1000))
         self._ttl_ms = max(1, round(ttl * 1000))
         self._poll = poll
+        self._clock = clock
         self._keeper = LeaseKeeper(lease, self._renew)
 
     @property
@@ -164,7 +177,7 @@ class RedisOutcomeStore:
         async def read() -> Claim:
             return await self._read(key)
 
-        return await wait_for_outcome(claim, read, _utcnow, wait=self._wait, poll=self._poll)
+        return await wait_for_outcome(claim, read, self._now, wait=self._wait, poll=self._poll)
 
     async def take_over(self, key: str, *, expires_at: datetime) -> Claim:
         """Take ``key`` if its lease ran out with no outcome (for an idempotent tool whose
@@ -174,7 +187,7 @@ class RedisOutcomeStore:
     async def confirm(self, key: str) -> bool:
         """Renew this store's lease on ``key`` now: ``True`` if it still holds the claim
         (no outcome recorded, not taken over by another owner), else ``False``."""
-        keys, args = [self._key(key)], [self.owner, self._lease_ms]
+        keys, args = [self._key(key)], [self.owner, self._lease_ms, self._now_ms()]
         done = await self._conn.call(
             "confirming a claim", lambda c: c.eval(_CONFIRM, 1, *keys, *args)
         )
@@ -204,25 +217,22 @@ class RedisOutcomeStore:
         await anyio.to_thread.run_sync(self._keeper.stop)
         await self._conn.aclose()
 
-    def __enter__(self) -> RedisOutcomeStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> RedisOutcomeStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
     # -- helpers ---------------------------------------------------------------------------
 
     def _key(self, key: str) -> str:
         return f"{self.prefix}outcome:{key}"
 
+    def _now(self) -> datetime:
+        clock = self._clock
+        return datetime.now(timezone.utc) if clock is None else _utc(clock())
+
+    def _now_ms(self) -> str:
+        """The scripts' last argument: the injected clock's time, or ``""`` (the server's)."""
+        clock = self._clock
+        return "" if clock is None else str(round(clock() * 1000))
+
     async def _script(self, what: str, script: str, key: str, *extra: Any) -> Claim:
-        args = [self._key(key), self.owner, *extra]
+        args = [self._key(key), self.owner, *extra, self._now_ms()]
         reply = await self._conn.call(what, lambda c: c.eval(script, 1, *args))
         claim = _claim(reply)
         if claim.won:
@@ -239,9 +249,10 @@ class RedisOutcomeStore:
     def _renew(self, held: list[str]) -> None:
         """Push the leases of the ``held`` keys forward (on the lease keeper's thread)."""
         keys = [self._key(key) for key in held]
+        now = self._now_ms()
         self._conn.run(
             "renewing leases",
-            lambda c: c.eval(_CONFIRM, len(keys), *keys, self.owner, self._lease_ms),
+            lambda c: c.eval(_CONFIRM, len(keys), *keys, self.owner, self._lease_ms, now),
         )
 
 
@@ -255,9 +266,9 @@ def _claim(reply: list[Any]) -> Claim:
         won=bool(won),
         outcome=outcome,
         owner=owner.decode() if isinstance(owner, bytes) else str(owner),
-        lease_until=datetime.fromtimestamp(int(lease) / 1000, timezone.utc),
+        lease_until=_utc(int(lease) / 1000),
     )
 
 
-def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+def _utc(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(timestamp, timezone.utc)

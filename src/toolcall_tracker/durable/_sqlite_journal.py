@@ -17,7 +17,7 @@ import json
 import os
 import sqlite3
 import urllib.parse
-from typing import Any, Final
+from typing import Final
 
 import anyio
 import anyio.to_thread
@@ -25,7 +25,7 @@ import anyio.to_thread
 from ..limits import Limits
 from ._journal import JournalRecord
 from ._sqlite import Database, DurableError, sqlite_path, transaction
-from ._writer import JournalWriter, Row
+from ._writer import JournalWriter, QueuedJournal, Row
 
 __all__ = ["SQLiteJournal"]
 
@@ -40,7 +40,7 @@ CREATE INDEX IF NOT EXISTS toolcall_journal_turn ON toolcall_journal (turn, seq)
 """
 
 
-class SQLiteJournal:
+class SQLiteJournal(QueuedJournal):
     """Turns recorded in one SQLite file (WAL), shared by processes.
 
     Args:
@@ -91,19 +91,7 @@ class SQLiteJournal:
         """The SQLite file."""
         return self._db.path
 
-    # -- the protocol ------------------------------------------------------------------
-
-    def append_event(self, turn_id: str, item: list[Any]) -> None:
-        """Queue one stream event of ``turn_id``."""
-        self._writer.append_event(turn_id, item)
-
-    def append(self, turn_id: str, kind: str, data: Any) -> None:
-        """Queue one record (written by the next :meth:`commit`, or the writer)."""
-        self._writer.append(turn_id, kind, data)
-
-    async def commit(self) -> None:
-        """Return once every record queued before this call is written and committed."""
-        await self._writer.commit()
+    # -- reading (append, append_event and commit: QueuedJournal) ---------------------
 
     async def read(self, turn_id: str, after: int = 0) -> list[JournalRecord]:
         """The committed records of ``turn_id`` after ``after``, in order."""
@@ -153,18 +141,6 @@ class SQLiteJournal:
     async def aclose(self) -> None:
         """:meth:`close` on a worker thread (the event loop does not wait for the file)."""
         await anyio.to_thread.run_sync(self.close)
-
-    def __enter__(self) -> SQLiteJournal:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> SQLiteJournal:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     # -- the writer ---------------------------------------------------------------------
 

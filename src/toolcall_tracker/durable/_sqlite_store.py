@@ -35,6 +35,7 @@ import anyio
 import anyio.to_thread
 
 from ..runner import CallOutcome, Claim
+from ._closing import Closing
 from ._leases import LeaseKeeper, check_timing, wait_for_outcome
 from ._sqlite import Database, transaction
 
@@ -54,7 +55,7 @@ _DAY: Final = 86400.0
 _Row = tuple[str, float, "str | None"]
 
 
-class SQLiteOutcomeStore:
+class SQLiteOutcomeStore(Closing):
     """Claims and outcomes of tool calls in one SQLite file, shared by processes.
 
     A :class:`~toolcall_tracker.runner.LeasedOutcomeStore`: pass it as
@@ -189,18 +190,6 @@ class SQLiteOutcomeStore:
     async def aclose(self) -> None:
         """:meth:`close` on a worker thread (the event loop does not wait for the file)."""
         await anyio.to_thread.run_sync(self.close)
-
-    def __enter__(self) -> SQLiteOutcomeStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> SQLiteOutcomeStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def _now(self) -> datetime:
         return _utc(self._clock())

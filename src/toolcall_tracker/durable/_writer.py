@@ -36,9 +36,10 @@ import anyio
 import anyio.to_thread
 
 from ..limits import DEFAULT_LIMITS, Limits
+from ._closing import Closing
 from ._sqlite import DurableError
 
-__all__ = ["ENTRY_OVERHEAD", "JournalWriter", "Row", "dump"]
+__all__ = ["ENTRY_OVERHEAD", "JournalWriter", "QueuedJournal", "Row", "dump"]
 
 logger: Final = logging.getLogger("toolcall_tracker.durable")
 
@@ -275,3 +276,23 @@ class JournalWriter:
                     self.flush()
                 except DurableError:
                     return  # flush kept the error; every later call raises it
+
+
+class QueuedJournal(Closing):
+    """The writing half of the journal protocol, over a :class:`JournalWriter` (a base of
+    the SQLite and Redis journals, which set ``_writer``)."""
+
+    __slots__ = ()
+    _writer: JournalWriter
+
+    def append_event(self, turn_id: str, item: list[Any]) -> None:
+        """Queue one stream event of ``turn_id`` (written per the durability level)."""
+        self._writer.append_event(turn_id, item)
+
+    def append(self, turn_id: str, kind: str, data: Any) -> None:
+        """Queue one record (written by the next :meth:`commit`, or the writer)."""
+        self._writer.append(turn_id, kind, data)
+
+    async def commit(self) -> None:
+        """Return once every record queued before this call is durably written."""
+        await self._writer.commit()
