@@ -14,9 +14,13 @@ recorded outcome are reported in doubt (or re-run, if idempotent), and a turn cu
 its end never runs its gated tools.
 
 ``TOOLCALL_KILL_POINTS`` (default 50) sets the number of kill points per storage and
-backend: the
-first 36 are every point of one run in turn, the others drawn from seeds starting at
-``TOOLCALL_KILL_SEED`` (default: random); every seed and point is printed.
+backend: the first 36 are every point of one run in turn, the others drawn from seeds
+starting at ``TOOLCALL_KILL_SEED`` (default: random); every seed and point is printed.
+
+The other way round, the Redis server itself is killed with SIGKILL mid-turn (a private
+one: AOF, ``appendfsync always``): the turn must stop with :class:`DurableError` and
+start no tool after it; after the server's restart, ``finish`` completes the turn from
+what the server had acknowledged, with the same checks.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import pytest
 from conftest import DEADLINE
 from toolcall_tracker import RunControl, ToolCallTracker
 from toolcall_tracker.durable import DurableError, DurableTurn, JournalRecord, SQLiteJournal
+from toolcall_tracker.failures import ClaimFailed
 
 CHILD = str(Path(__file__).with_name("_durable_child.py"))
 POINTS = int(os.environ.get("TOOLCALL_KILL_POINTS", "50"))
@@ -312,6 +317,16 @@ async def test_redis_killed_mid_turn_fails_closed_and_a_restore_after_restart_co
             leaves = leaves_of(caught.value)
             assert leaves
             assert all(isinstance(leaf, DurableError) for leaf in leaves), leaves
+            assert "fails closed" in str(leaves[0])
+            assert "on the Redis server" in str(leaves[0])
+            stopped = tracker.get("c2" if moment == "mid-stream" else "c3")
+            assert stopped is not None
+            assert stopped.error is not None
+            if moment == "mid-stream":  # the stream's next item was refused: c2 never ready
+                assert stopped.error.kind == "incomplete_arguments", stopped.error
+            else:  # the approved call's claim could not be journaled
+                assert isinstance(stopped.error, ClaimFailed), stopped.error
+                assert stopped.error.exception == "DurableError"
             assert ran(side) == seen["ran"]
             assert not any(line.startswith("transfer") for line in ran(side))
             # back on the same port and data: whatever was committed is still there
