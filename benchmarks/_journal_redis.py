@@ -38,6 +38,11 @@ class RedisBench:
         self.where = where
         self.prefix = f"toolcall-tracker-bench:{uuid.uuid4().hex}:"
         self.client = redis.Redis.from_url(url)
+        try:
+            self.client.ping()
+        except redis.RedisError as exc:
+            self.client.close()
+            raise SystemExit(f"the Redis server at {url} cannot be used: {exc}") from exc
 
     def open_pair(self, label: str, batch_ms: float | None) -> tuple[Any, Any]:
         """A journal and an outcome store of their own (the benchmark's ``Opener``)."""
