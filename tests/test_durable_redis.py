@@ -207,6 +207,31 @@ async def _from(items: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
         yield item
 
 
+async def test_any_turn_id_and_key_has_its_own_stream_and_outcome(
+    redis_url: str, redis_prefix: str, anyio_backend: str
+) -> None:
+    ids = ["plain", "é😀", "\ud800", "\udc00", "a:b turn"]
+    with anyio.fail_after(DEADLINE):
+        async with (
+            RedisJournal(redis_url, prefix=redis_prefix) as journal,
+            RedisOutcomeStore(redis_url, prefix=redis_prefix) as store,
+        ):
+            for n, turn_id in enumerate(ids):
+                journal.append(turn_id, "runner", {"n": n, "id": turn_id})
+                assert (await store.claim(turn_id, expires_at=LATER)).won
+                await store.record(turn_id, CallOutcome.of(turn_id, None))
+            await journal.commit()
+            for n, turn_id in enumerate(ids):
+                records = await journal.read(turn_id)
+                assert [(r.seq, r.data) for r in records] == [(1, {"n": n, "id": turn_id})]
+                outcome = await store.get(turn_id)
+                assert outcome is not None
+                assert outcome.result == turn_id.replace("\ud800", "\ufffd").replace(
+                    "\udc00", "\ufffd"
+                )  # the output rule
+    assert RedisJournal.read_url(redis_url, "\ud800", prefix=redis_prefix)[0].data["n"] == 2
+
+
 # -- approvals across servers ----------------------------------------------------------------
 
 

@@ -32,7 +32,7 @@ import anyio.to_thread
 
 from ._sqlite import DurableError
 
-__all__ = ["Connection", "on_asyncio", "redis_module"]
+__all__ = ["Connection", "check_url", "key_bytes", "on_asyncio", "redis_module", "shown_url"]
 
 _T = TypeVar("_T")
 _SCHEMES: Final = ("redis", "rediss", "unix")
@@ -70,6 +70,12 @@ def shown_url(url: str) -> str:
     netloc = parts.netloc.rsplit("@", 1)[1]
     user = f"{parts.username}:***@" if parts.username else ":***@"
     return urllib.parse.urlunsplit(parts._replace(netloc=user + netloc))
+
+
+def key_bytes(name: str) -> bytes:
+    """A key as bytes: UTF-8, a lone surrogate (an id as the stream gave it) kept as its
+    three bytes, so every id has its own key and none fails to encode."""
+    return name.encode("utf-8", "surrogatepass")
 
 
 def check_url(url: str) -> str:

@@ -44,7 +44,7 @@ import anyio.to_thread
 from ..limits import Limits
 from ._journal import JournalRecord
 from ._progress import TurnProgress
-from ._redis import SOCKET_TIMEOUT, Connection, on_asyncio
+from ._redis import SOCKET_TIMEOUT, Connection, key_bytes, on_asyncio
 from ._sqlite import DurableError
 from ._writer import JournalWriter, QueuedJournal, Row
 
@@ -116,14 +116,15 @@ class RedisJournal(QueuedJournal):
         return self._conn.url
 
     def key(self, turn_id: str) -> str:
-        """The stream key of ``turn_id``."""
+        """The stream key of ``turn_id`` (sent as UTF-8; a lone surrogate in the id as its
+        three bytes)."""
         return f"{self.prefix}turn:{turn_id}"
 
     # -- reading (append, append_event and commit: QueuedJournal) ---------------------
 
     async def read(self, turn_id: str, after: int = 0) -> list[JournalRecord]:
         """The committed records of ``turn_id`` after ``after``, in order."""
-        key = self.key(turn_id)
+        key = key_bytes(self.key(turn_id))
         records: list[JournalRecord] = []
         while True:
             start = _after(records[-1].seq if records else after)
@@ -154,7 +155,7 @@ class RedisJournal(QueuedJournal):
         """
         deadline = None if timeout is None else anyio.current_time() + timeout
         progress = TurnProgress()
-        key = self.key(turn_id)
+        key = key_bytes(self.key(turn_id))
         last = 0
         while True:
             wait = _BLOCK if on_asyncio() else _TRIO_BLOCK
@@ -191,7 +192,7 @@ class RedisJournal(QueuedJournal):
             DurableError: the server cannot be reached or read.
         """
         conn = Connection(url)
-        key = f"{prefix}turn:{turn_id}"
+        key = key_bytes(f"{prefix}turn:{turn_id}")
         records: list[JournalRecord] = []
         try:
             while True:
@@ -221,9 +222,9 @@ class RedisJournal(QueuedJournal):
 
         def go(client: Any) -> None:
             pipe = client.pipeline(transaction=True)
-            keys: dict[str, None] = {}
+            keys: dict[bytes, None] = {}
             for turn, kind, text in rows:
-                key = self.key(turn)
+                key = key_bytes(self.key(turn))
                 keys[key] = None
                 pipe.xadd(key, {"k": kind, "d": text}, id="0-*", maxlen=maxlen)
             for key in keys:
@@ -233,12 +234,12 @@ class RedisJournal(QueuedJournal):
         self._conn.run("writing the journal", go)
 
 
-def _xrange(key: str, start: str) -> Callable[[Any], Any]:
+def _xrange(key: bytes, start: str) -> Callable[[Any], Any]:
     """The ``XRANGE`` of one page of ``key`` from ``start`` (on either client)."""
     return lambda client: client.xrange(key, start, "+", count=_PAGE)
 
 
-def _xread(client: Any, *, streams: dict[str, str], block: int) -> Any:
+def _xread(client: Any, *, streams: dict[bytes, str], block: int) -> Any:
     return client.xread(streams, count=_PAGE, block=block)
 
 

@@ -45,7 +45,7 @@ import anyio.to_thread
 from ..runner import CallOutcome, Claim
 from ._closing import Closing
 from ._leases import LeaseKeeper, check_timing, wait_for_outcome
-from ._redis import Connection
+from ._redis import Connection, key_bytes
 
 __all__ = ["RedisOutcomeStore"]
 
@@ -219,8 +219,8 @@ class RedisOutcomeStore(Closing):
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _key(self, key: str) -> str:
-        return f"{self.prefix}outcome:{key}"
+    def _key(self, key: str) -> bytes:
+        return key_bytes(f"{self.prefix}outcome:{key}")
 
     def _now(self) -> datetime:
         clock = self._clock
