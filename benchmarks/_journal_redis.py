@@ -18,7 +18,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,9 +95,9 @@ class RedisBench:
             async with journal:
                 journal.append(turn, "limits", {"limits": {}})
                 await journal.commit()
-                args = [sys.executable, __file__, self.url, key, "raw"]
+                args = [sys.executable, __file__, str(count), self.url, key, "raw"]
                 if backend is not None:
-                    args[3:] = [self.prefix, turn, backend]
+                    args[4:] = [self.prefix, turn, backend]
                 else:  # the first entry, as the journal's limits record
                     self.client.xadd(key, {"item": "[]"})
                 popen = functools.partial(subprocess.Popen, stdout=subprocess.PIPE, text=True)
@@ -177,14 +177,17 @@ def now() -> float:
     return time.clock_gettime(time.CLOCK_MONOTONIC)
 
 
-async def follower(url: str, prefix: str, turn: str) -> None:
-    """Follow ``turn`` until it finishes; print ``following`` once attached, then when
-    each ``start`` event was seen (JSON: its call id -> :func:`now`)."""
+async def follower(count: int, url: str, prefix: str, turn: str) -> None:
+    """Follow ``turn`` until ``count`` events were seen; print ``following`` once attached,
+    then when each ``start`` event was seen (JSON: its call id -> :func:`now`)."""
     from toolcall_tracker.durable import RedisJournal
 
     seen: dict[str, float] = {}
-    async with RedisJournal(url, prefix=prefix) as journal:
-        async for record in journal.follow(turn, timeout=120.0):
+    async with (
+        RedisJournal(url, prefix=prefix) as journal,
+        aclosing(journal.follow(turn, timeout=120.0)) as records,
+    ):
+        async for record in records:
             at = now()
             if record.kind == "limits":
                 print("following", flush=True)
@@ -192,18 +195,20 @@ async def follower(url: str, prefix: str, turn: str) -> None:
                 for item in record.data:
                     if item[0] == "s":
                         seen.setdefault(item[1], at)
+            if len(seen) == count:
+                break
     print(json.dumps(seen), flush=True)
 
 
-async def raw_follower(url: str, key: str) -> None:
+async def raw_follower(count: int, url: str, key: str) -> None:
     """The baseline: redis-py's asyncio client reading stream ``key`` with ``XREAD
-    BLOCK`` until an ``end`` item; prints as :func:`follower` does."""
+    BLOCK`` until ``count`` events or an ``end`` item; prints as :func:`follower` does."""
     import redis.asyncio
 
     seen: dict[str, float] = {}
     client = redis.asyncio.Redis.from_url(url)
     last, ended = "0-0", False
-    while not ended:
+    while not ended and len(seen) < count:
         reply = await client.xread({key: last}, count=1000, block=10_000)
         at = now()
         for _, page in reply or ():
@@ -218,8 +223,8 @@ async def raw_follower(url: str, key: str) -> None:
     print(json.dumps(seen), flush=True)
 
 
-if __name__ == "__main__":  # a follower process: URL PREFIX TURN BACKEND, or URL KEY raw
-    if sys.argv[3] == "raw":
-        anyio.run(raw_follower, *sys.argv[1:3], backend="asyncio")
+if __name__ == "__main__":  # a follower: COUNT URL PREFIX TURN BACKEND, or COUNT URL KEY raw
+    if sys.argv[4] == "raw":
+        anyio.run(raw_follower, int(sys.argv[1]), *sys.argv[2:4], backend="asyncio")
     else:
-        anyio.run(follower, *sys.argv[1:4], backend=sys.argv[4])
+        anyio.run(follower, int(sys.argv[1]), *sys.argv[2:5], backend=sys.argv[5])
