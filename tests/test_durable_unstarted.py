@@ -3,21 +3,22 @@ confirms its claim before a tool starts, so a restore that takes a call in doubt
 then finds no ``start`` runs it (nothing ran); with a ``start``, or a claim that was not
 fenced, the call stays in doubt; and a claimer whose claim was taken over never starts.
 
-Every async test runs on asyncio and trio, bounded by ``anyio.fail_after``; every journal
-and store is a real SQLite file in ``tmp_path``. Leases expire by the stores' clocks (a
-later process reads an hour ahead), never by sleeping.
+Every async test runs on asyncio and trio, bounded by ``anyio.fail_after``, on SQLite (a
+real file in ``tmp_path``) and on Redis (a real server), through the ``durable`` fixture.
+Leases expire by the stores' clocks (a later process reads an hour ahead), never by
+sleeping.
 """
 
 from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from _backends import Durable
 from _runner_helpers import call_events, from_list
 from conftest import DEADLINE
 from toolcall_tracker import OutcomeInDoubt, Status, ToolCallTracker, ToolRunner, tool
@@ -25,12 +26,11 @@ from toolcall_tracker.durable import (
     DurableTurn,
     Journal,
     JournalRecord,
-    SQLiteJournal,
-    SQLiteOutcomeStore,
     restore,
     resume_turn,
 )
 from toolcall_tracker.failures import ClaimFailed
+from toolcall_tracker.runner import LeasedOutcomeStore
 
 pytestmark = pytest.mark.anyio
 
@@ -53,12 +53,12 @@ class Lookups:
 
 
 async def died_after_claiming(
-    journal: SQLiteJournal, db: Path, claim: dict[str, Any], started: bool
+    journal: Journal, durable: Durable, claim: dict[str, Any], started: bool
 ) -> None:
     """The journal and store of a turn whose process died after claiming ``c1`` (in the
     store and the journal, as the guard does), before or after journaling its start."""
     tracker = ToolCallTracker()
-    dead = SQLiteOutcomeStore(db, owner="dead")
+    dead = durable.store(owner="dead")
     async with DurableTurn(journal, "turn-1", tracker, store=dead):
         async with anyio.create_task_group() as tg:
             events = [*call_events("c1", "lookup", {"q": "a"}), {"type": "end"}]
@@ -73,15 +73,14 @@ async def died_after_claiming(
 
 @pytest.mark.parametrize(("fenced", "started"), [(True, False), (True, True), (False, False)])
 async def test_a_call_the_journal_proves_unstarted_runs_on_restore_and_only_then(
-    tmp_path: Path, anyio_backend: str, fenced: bool, started: bool
+    durable: Durable, anyio_backend: str, fenced: bool, started: bool
 ) -> None:
-    db = tmp_path / "j.db"
     tools = Lookups()
     claim = {"id": "c1", "tool": "lookup", **({"fenced": True} if fenced else {})}
-    with anyio.fail_after(DEADLINE), SQLiteJournal(db) as journal:
-        await died_after_claiming(journal, db, claim, started)
+    with anyio.fail_after(DEADLINE), durable.journal() as journal:
+        await died_after_claiming(journal, durable, claim, started)
         assert (await restore(journal, "turn-1")).claimed == frozenset({"c1"})
-        with SQLiteOutcomeStore(db, owner="later", clock=an_hour_ahead) as store:
+        with durable.store(owner="later", clock=an_hour_ahead) as store:
             calls = await resume_turn(journal, "turn-1", tools.runner, store=store)
             again = await resume_turn(journal, "turn-1", tools.runner, store=store)
             stored = await store.get("turn-1:c1")
@@ -105,7 +104,7 @@ class TakenOverAtStart(Journal):
     """A journal that lets another process take ``c1`` over right after the first
     process committed its ``start`` (and before it confirms its claim)."""
 
-    def __init__(self, inner: SQLiteJournal, other: SQLiteOutcomeStore) -> None:
+    def __init__(self, inner: Journal, other: LeasedOutcomeStore) -> None:
         self._inner = inner
         self._other = other
         self._start_pending = False
@@ -130,15 +129,14 @@ class TakenOverAtStart(Journal):
 
 
 async def test_a_claimer_whose_claim_was_taken_over_before_its_start_does_not_start(
-    tmp_path: Path, anyio_backend: str
+    durable: Durable, anyio_backend: str
 ) -> None:
-    db = tmp_path / "j.db"
     tools = Lookups()
     with (
         anyio.fail_after(DEADLINE),
-        SQLiteJournal(db) as inner,
-        SQLiteOutcomeStore(db, owner="first") as first,
-        SQLiteOutcomeStore(db, owner="other", clock=an_hour_ahead) as other,
+        durable.journal() as inner,
+        durable.store(owner="first") as first,
+        durable.store(owner="other", clock=an_hour_ahead) as other,
     ):
         journal = TakenOverAtStart(inner, other)
         tracker = ToolCallTracker()

@@ -96,7 +96,9 @@ class RedisJournal(QueuedJournal):
     ) -> None:
         if not ttl > 0:
             raise ValueError(f"ttl must be a positive number of seconds, not {ttl!r}")
-        if maxlen is not None and (isinstance(maxlen, bool) or not maxlen > 0):
+        if maxlen is not None and (
+            not isinstance(maxlen, int) or isinstance(maxlen, bool) or maxlen < 1
+        ):
             raise ValueError(f"maxlen must be a positive int or None, not {maxlen!r}")
         self._conn = Connection(url)
         self.ttl = float(ttl)
