@@ -5,14 +5,18 @@ file STATE (its ``pending`` and ``decisions``) with an SQLite outcome store on D
 ``transfer`` tool appends a line to SIDE each time it really runs. Prints the resumed
 calls' outcomes as one JSON line.
 
-``turn DB SIDE BACKEND``: run a journaled turn (four calls: an idempotent eager lookup, an
-eager charge, a gated transfer needing approval, a gated notify), pausing at every kill
-point: it prints ``M <point>`` and waits for a line on stdin (the parent answers, or kills
-the process with SIGKILL there). Points: each stream item, each tool before and after its
-side effect, after each claim, before each record, after each approval.
+``turn STORE SIDE BACKEND [PREFIX]``: run a journaled turn (four calls: an idempotent
+eager lookup, an eager charge, a gated transfer needing approval, a gated notify), pausing
+at every kill point: it prints ``M <point>`` and waits for a line on stdin (the parent
+answers, or kills the process with SIGKILL there). Points: each stream item, each tool
+before and after its side effect, after each claim, before each record, after each
+approval.
 
-``finish DB SIDE BACKEND``: restore the turn and finish it (approving what is asked);
-prints the calls' outcomes as one JSON line.
+``finish STORE SIDE BACKEND [PREFIX]``: restore the turn and finish it (approving what
+is asked); prints the calls' outcomes as one JSON line.
+
+``STORE`` is where the journal and the outcome store are: an SQLite file, or a Redis URL
+(``redis://``, ``rediss://``, ``unix://``) with the key ``PREFIX`` of the case.
 """
 
 from __future__ import annotations
@@ -37,6 +41,20 @@ from toolcall_tracker.durable import (
 from toolcall_tracker.runner import ApprovalDecision, GuardOutcome, PendingApprovals, StartGuard
 
 SECRET = b"a durable test secret (32 bytes)"
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def open_storage(store: str, prefix: str, *, lease: float, poll: float = 0.05) -> tuple[Any, Any]:
+    """The journal and the outcome store at ``store`` (an SQLite file or a Redis URL),
+    not yet entered (both are async context managers)."""
+    if store.startswith(REDIS_SCHEMES):
+        from toolcall_tracker.durable import RedisJournal, RedisOutcomeStore
+
+        return (
+            RedisJournal(store, prefix=prefix),
+            RedisOutcomeStore(store, lease=lease, poll=poll, prefix=prefix),
+        )
+    return SQLiteJournal(store), SQLiteOutcomeStore(store, lease=lease, poll=poll)
 
 
 def side_effect(side: str, text: str) -> None:
@@ -168,7 +186,7 @@ async def approve_all(control: RunControl, marked: bool) -> None:
             marker(f"approved {request.call_id}")
 
 
-async def turn(db: str, side: str) -> None:
+async def turn(store: str, side: str, prefix: str) -> None:
     runner = turn_runner(side, marked=True)
     control = RunControl()
 
@@ -177,10 +195,11 @@ async def turn(db: str, side: str) -> None:
             marker(f"stream {number}")
             yield item
 
-    with SQLiteJournal(db) as journal, SQLiteOutcomeStore(db, lease=0.3) as store:
+    journal, outcomes = open_storage(store, prefix, lease=0.3)
+    async with journal, outcomes:
         tracker = ToolCallTracker()
         async with (
-            DurableTurn(journal, "turn-1", tracker, store=store) as durable,
+            DurableTurn(journal, "turn-1", tracker, store=outcomes) as durable,
             anyio.create_task_group() as tg,
         ):
             tg.start_soon(tracker.consume, items())
@@ -191,14 +210,15 @@ async def turn(db: str, side: str) -> None:
     print("E done", flush=True)
 
 
-async def finish(db: str, side: str) -> None:
+async def finish(store: str, side: str, prefix: str) -> None:
     runner = turn_runner(side, marked=False)
     control = RunControl()
-    with SQLiteJournal(db) as journal, SQLiteOutcomeStore(db, lease=0.3, poll=0.02) as store:
+    journal, outcomes = open_storage(store, prefix, lease=0.3, poll=0.02)
+    async with journal, outcomes:
         restored = await restore(journal, "turn-1")
         async with anyio.create_task_group() as tg:
             tg.start_soon(approve_all, control, False)
-            calls = await resume_turn(journal, "turn-1", runner, store=store, control=control)
+            calls = await resume_turn(journal, "turn-1", runner, store=outcomes, control=control)
             tg.cancel_scope.cancel()
     report = {
         "cut": restored.cut,
@@ -214,8 +234,9 @@ def main(argv: list[str]) -> None:
         db, state, side, backend = argv[1:5]
         anyio.run(resume, db, state, side, backend=backend)
     elif mode in ("turn", "finish"):
-        db, side, backend = argv[1:4]
-        anyio.run(turn if mode == "turn" else finish, db, side, backend=backend)
+        store, side, backend = argv[1:4]
+        prefix = argv[4] if len(argv) > 4 else ""
+        anyio.run(turn if mode == "turn" else finish, store, side, prefix, backend=backend)
     else:  # pragma: no cover
         raise SystemExit(f"unknown mode {mode!r}")
 
