@@ -346,8 +346,9 @@ async def test_an_unreachable_server_fails_the_turn_closed(anyio_backend: str) -
             assert "127.0.0.1" in str(info.value)
             assert "hunter2" not in str(info.value)  # the password is never shown
             assert isinstance(info.value.__cause__, redis.ConnectionError)
-            with pytest.raises(DurableError, match="fails closed"):
+            with pytest.raises(DurableError, match="fails closed") as later:
                 journal.append_event("t", ["s", "c1", "x"])
+            assert later.value.__cause__ is info.value  # the first failure, chained
             with pytest.raises(DurableError, match="reading the journal failed"):
                 async with DurableTurn(journal, "t", tracker, store=store):
                     pass  # pragma: no cover

@@ -240,7 +240,7 @@ class JournalWriter:
         """Raise the :class:`DurableError` of a writer that failed."""
         raise DurableError(
             f"the journal failed earlier, so the turn fails closed (no tool starts): {self._error}"
-        )
+        ) from self._error
 
     @property
     def failed(self) -> bool:
