@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..limits import Limits
-from ._common import _get, _json_text, logger
+from ._common import READ_ERRORS, _get, _json_text, logger
 from ._openai import _NotAnItem
 from .openai_chat import OpenAIChatAdapter
 
@@ -101,7 +101,7 @@ class MistralAdapter(OpenAIChatAdapter):
                 item = item["data"]  # a CompletionEvent as a dict
             if isinstance(item, dict):
                 item = _fix_chunk(item)
-        except Exception:
+        except READ_ERRORS:
             logger.debug("mistral: ignored an item that could not be read", exc_info=True)
             return
         try:  # writing: only "not an item at all" is the item's; the sink's errors propagate
