@@ -38,6 +38,7 @@ from ._openai import (
     _Call,
     _check_item,
     _complete_json,
+    _dict_get,
     _Emitter,
     _get,
     _Getter,
@@ -167,11 +168,13 @@ class OpenAIChatAdapter(_Emitter):
         """
         if self._calls.ended:
             return
-        if type(item) is not dict:
-            if _is_mapping(item):
-                item = dict(item)  # an OrderedDict, say: read as the dict it is
-            elif self._fast_fragment(item):
+        if type(item) is dict:
+            if self._fast_fragment(item, _dict_get):
                 return
+        elif _is_mapping(item):
+            item = dict(item)  # an OrderedDict, say: read as the dict it is
+        elif self._fast_fragment(item, getattr):
+            return
         get: _Getter = _get if type(item) is dict else getattr
         choices = get(item, "choices", None)
         if type(choices) is not list:
@@ -212,36 +215,37 @@ class OpenAIChatAdapter(_Emitter):
             if finish is not None:
                 self._finish(state, finish)
 
-    def _fast_fragment(self, item: Any) -> bool:
-        """The commonest SDK chunk, read with plain attribute access: one choice, no finish
-        reason, one tool-call fragment that only carries more arguments for a started,
-        call found by index (the table's fast path). Writes it and returns ``True``;
-        ``False`` for any other chunk (including one not shaped like an SDK object), which
+    def _fast_fragment(self, item: Any, get: _Getter) -> bool:
+        """The commonest chunk: one choice, no finish reason, one tool-call fragment that
+        only carries more arguments for a streaming call found by index (the table's fast
+        path). ``get`` is ``dict.get`` for a dict (every level must be a dict) or
+        ``getattr`` for an SDK object, each read at C speed. Writes the text and returns
+        ``True``; ``False`` for any other chunk (including one of another shape), which
         takes the general route."""
         try:
-            choices = item.choices
+            choices = get(item, "choices", None)
             if type(choices) is not list or len(choices) != 1:
                 return False
             choice = choices[0]
-            if choice.finish_reason is not None:
+            if get(choice, "finish_reason", None) is not None:
                 return False
-            tool_calls = choice.delta.tool_calls
+            tool_calls = get(get(choice, "delta", None), "tool_calls", None)
             if type(tool_calls) is not list or len(tool_calls) != 1:
                 return False
             fragment = tool_calls[0]
-            position = fragment.index
-            if type(position) is not int or fragment.id is not None:
+            position = get(fragment, "index", None)
+            if type(position) is not int or get(fragment, "id", None) is not None:
                 return False
-            index = choice.index
+            index = get(choice, "index", None)
             state = self._choices.get(index if type(index) is int else 0)
             if state is None:
                 return False
             call = state.by_index.get(position)
-            function = fragment.function
-            if call is None or function is None or function.name is not None:
+            function = get(fragment, "function", None)
+            if call is None or function is None or get(function, "name", None) is not None:
                 return False
-            arguments = function.arguments
-        except AttributeError:
+            arguments = get(function, "arguments", None)
+        except (AttributeError, TypeError):  # another shape: ``dict.get`` of a non-dict
             return False
         return self._calls.more_of(call, arguments)
 
