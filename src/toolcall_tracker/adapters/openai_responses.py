@@ -161,19 +161,24 @@ class OpenAIResponsesAdapter(_Emitter):
         """
         if self._calls.ended:
             return
-        # The hot path: a fragment, read with plain access from a dict or an SDK object.
+        # The hot path: a fragment, read with plain access from a dict or an SDK object,
+        # for a streaming call (the table's fast path); any other fragment: _fragment.
         cls = type(item)
+        fragment: Any = None
         if cls is dict:
             if item.get("type") == _ARGS_DELTA:
-                self._fragment(item.get("item_id"), item.get("delta"))
-                return
+                item_id, fragment = item.get("item_id"), item.get("delta")
         elif _MAPPING_TYPES.get(cls) is False:
             try:  # an SDK event of this type has every field
                 if item.type == _ARGS_DELTA:
-                    self._fragment(item.item_id, item.delta)
-                    return
+                    item_id, fragment = item.item_id, item.delta
             except AttributeError:
                 pass  # not shaped like an SDK event: read it safely below
+        if fragment is not None:
+            call = self._by_item.get(item_id) if type(item_id) is str else None
+            if call is None or not self._calls.more_of(call, fragment):
+                self._fragment(item_id, fragment)
+            return
         # Only the item's own fields are read here (nested ones go through ``_get``), so a
         # dict item can use ``dict.get`` itself.
         get: _Getter
