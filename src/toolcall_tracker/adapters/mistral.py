@@ -37,7 +37,7 @@ from pydantic import BaseModel
 
 from ..limits import Limits
 from ._common import READ_ERRORS, _get, _json_text, logger
-from ._openai import _dict_get, _NotAnItem
+from ._openai import _NotAnItem
 from .openai_chat import OpenAIChatAdapter
 
 __all__ = ["MistralAdapter"]
@@ -91,7 +91,7 @@ class MistralAdapter(OpenAIChatAdapter):
         super().__init__(eager=eager, limits=limits)
 
     def _translate(self, item: Any) -> None:
-        if type(item) is dict and not self._calls.ended and self._fast_fragment(item, _dict_get):
+        if type(item) is dict and not self._calls.ended and self._fast_dict(item):
             return  # more text for a streaming call: nothing in it needs a fix
         try:  # reading the item: what fails here is the item's
             if isinstance(item, BaseModel):

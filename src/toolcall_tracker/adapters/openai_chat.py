@@ -38,7 +38,6 @@ from ._openai import (
     _Call,
     _check_item,
     _complete_json,
-    _dict_get,
     _Emitter,
     _get,
     _Getter,
@@ -169,11 +168,11 @@ class OpenAIChatAdapter(_Emitter):
         if self._calls.ended:
             return
         if type(item) is dict:
-            if self._fast_fragment(item, _dict_get):
+            if self._fast_dict(item):
                 return
         elif _is_mapping(item):
             item = dict(item)  # an OrderedDict, say: read as the dict it is
-        elif self._fast_fragment(item, getattr):
+        elif self._fast_fragment(item):
             return
         get: _Getter = _get if type(item) is dict else getattr
         choices = get(item, "choices", None)
@@ -215,39 +214,64 @@ class OpenAIChatAdapter(_Emitter):
             if finish is not None:
                 self._finish(state, finish)
 
-    def _fast_fragment(self, item: Any, get: _Getter) -> bool:
-        """The commonest chunk: one choice, no finish reason, one tool-call fragment that
-        only carries more arguments for a streaming call found by index (the table's fast
-        path). ``get`` is ``dict.get`` for a dict (every level must be a dict) or
-        ``getattr`` for an SDK object, each read at C speed. Writes the text and returns
-        ``True``; ``False`` for any other chunk (including one of another shape), which
+    def _fast_fragment(self, item: Any) -> bool:
+        """The commonest SDK chunk, read with plain attribute access: one choice, no finish
+        reason, one tool-call fragment that only carries more arguments for a streaming
+        call found by index (the table's fast path). Writes the text and returns ``True``;
+        ``False`` for any other chunk (including one not shaped like an SDK object), which
         takes the general route."""
         try:
-            choices = get(item, "choices", None)
+            choices = item.choices
             if type(choices) is not list or len(choices) != 1:
                 return False
             choice = choices[0]
-            if get(choice, "finish_reason", None) is not None:
+            if choice.finish_reason is not None:
                 return False
-            tool_calls = get(get(choice, "delta", None), "tool_calls", None)
+            tool_calls = choice.delta.tool_calls
             if type(tool_calls) is not list or len(tool_calls) != 1:
                 return False
             fragment = tool_calls[0]
-            position = get(fragment, "index", None)
-            if type(position) is not int or get(fragment, "id", None) is not None:
+            position = fragment.index
+            if type(position) is not int or fragment.id is not None:
                 return False
-            index = get(choice, "index", None)
-            state = self._choices.get(index if type(index) is int else 0)
-            if state is None:
+            index = choice.index
+            function = fragment.function
+            if function is None or function.name is not None:
                 return False
-            call = state.by_index.get(position)
-            function = get(fragment, "function", None)
-            if call is None or function is None or get(function, "name", None) is not None:
-                return False
-            arguments = get(function, "arguments", None)
-        except (AttributeError, TypeError):  # another shape: ``dict.get`` of a non-dict
+            arguments = function.arguments
+        except AttributeError:
             return False
-        return self._calls.more_of(call, arguments)
+        state = self._choices.get(index if type(index) is int else 0)
+        call = None if state is None else state.by_index.get(position)
+        return call is not None and self._calls.more_of(call, arguments)
+
+    def _fast_dict(self, item: dict[str, Any]) -> bool:
+        """:meth:`_fast_fragment` for a plain dict chunk (every level a dict)."""
+        choices = item.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return False
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None:
+            return False
+        delta = choice.get("delta")
+        tool_calls = delta.get("tool_calls") if type(delta) is dict else None
+        if type(tool_calls) is not list or len(tool_calls) != 1:
+            return False
+        fragment = tool_calls[0]
+        if type(fragment) is not dict or fragment.get("id") is not None:
+            return False
+        function = fragment.get("function")
+        position = fragment.get("index")
+        if (
+            type(function) is not dict
+            or function.get("name") is not None
+            or type(position) is not int
+        ):
+            return False
+        index = choice.get("index")
+        state = self._choices.get(index if type(index) is int else 0)
+        call = None if state is None else state.by_index.get(position)
+        return call is not None and self._calls.more_of(call, function.get("arguments"))
 
     def _finish_stream(self) -> None:
         """The turn's ``End`` (see the class docs); nothing if called again."""
