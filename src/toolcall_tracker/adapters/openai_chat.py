@@ -246,32 +246,33 @@ class OpenAIChatAdapter(_Emitter):
         return call is not None and self._calls.more_of(call, arguments)
 
     def _fast_dict(self, item: dict[str, Any]) -> bool:
-        """:meth:`_fast_fragment` for a plain dict chunk (every level a dict)."""
-        choices = item.get("choices")
-        if type(choices) is not list or len(choices) != 1:
+        """:meth:`_fast_fragment` for a plain dict chunk. Its levels are read with ``get``
+        without a type check each: a level of another shape raises ``AttributeError`` or
+        ``TypeError`` while it is read, and the chunk takes the general route."""
+        try:
+            choices = item.get("choices")
+            if type(choices) is not list or len(choices) != 1:
+                return False
+            choice = choices[0]
+            if choice.get("finish_reason") is not None:
+                return False
+            tool_calls = choice.get("delta").get("tool_calls")
+            if type(tool_calls) is not list or len(tool_calls) != 1:
+                return False
+            fragment = tool_calls[0]
+            if fragment.get("id") is not None:
+                return False
+            function = fragment.get("function")
+            position = fragment.get("index")
+            if function.get("name") is not None or type(position) is not int:
+                return False
+            arguments = function.get("arguments")
+            index = choice.get("index")
+            state = self._choices.get(index if type(index) is int else 0)
+        except (AttributeError, TypeError):  # a level of another shape: the general route
             return False
-        choice = choices[0]
-        if type(choice) is not dict or choice.get("finish_reason") is not None:
-            return False
-        delta = choice.get("delta")
-        tool_calls = delta.get("tool_calls") if type(delta) is dict else None
-        if type(tool_calls) is not list or len(tool_calls) != 1:
-            return False
-        fragment = tool_calls[0]
-        if type(fragment) is not dict or fragment.get("id") is not None:
-            return False
-        function = fragment.get("function")
-        position = fragment.get("index")
-        if (
-            type(function) is not dict
-            or function.get("name") is not None
-            or type(position) is not int
-        ):
-            return False
-        index = choice.get("index")
-        state = self._choices.get(index if type(index) is int else 0)
         call = None if state is None else state.by_index.get(position)
-        return call is not None and self._calls.more_of(call, function.get("arguments"))
+        return call is not None and self._calls.more_of(call, arguments)
 
     def _finish_stream(self) -> None:
         """The turn's ``End`` (see the class docs); nothing if called again."""
