@@ -235,7 +235,7 @@ def test_records_stay_within_max_calls_and_late_events_are_ignored() -> None:
             if call.status == Status.RUNNING:
                 machine.write_result(call.id, "ok")
                 machine.forget(call.id)
-        assert len(adapter._calls) <= 10  # ready calls are released once 10 are kept
+        assert len(adapter._order) <= 10  # ready calls are released once 10 are kept
     late = custom_call("c3", "x", index=3)[-1]  # output_item.done of a released record
     adapter.write(late, machine)
     adapter.finish(machine)
@@ -264,8 +264,8 @@ def test_the_machine_and_tracker_lend_their_text_instead_of_a_copy() -> None:
         adapter.write(item, machine)
     assert machine.args_text("c1") == '"' + "y" * 5000
     assert machine.args_text("nope") is None
-    (record,) = adapter._calls
-    assert record.text is None  # no second copy: the final input is checked against the sink's
+    (record,) = adapter._order
+    assert record.copy is None  # no second copy: the final input is checked against the sink's
     tracker = ToolCallTracker()
     tracker.write_start("t1", "f")
     tracker.write_delta("t1", "{")

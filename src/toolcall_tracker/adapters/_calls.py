@@ -33,9 +33,11 @@ the ones the sink has forgotten are dropped; a start beyond the bound is still w
 
 Errors from the sink. The table writes every event; an exception the sink (or one of its
 listeners) raises is wrapped in ``_sinkguard.SinkRaised``, a ``BaseException``, so that no
-``except Exception`` in an adapter's decoding can take it for a malformed item. The
-adapter's boundary (:class:`~toolcall_tracker.adapters._base.SinkAdapter`) re-raises the
-original exception. Only an adapter's own decoding of an item may become a call's failure.
+handler in an adapter's decoding can take it for a malformed item. The adapter's boundary
+(:class:`~toolcall_tracker.adapters._base.SinkAdapter`) re-raises the original exception.
+Only an adapter's own decoding of an item may become a call's failure, and only through
+the errors of reading provider data (``_common.READ_ERRORS``); a defect of the adapter
+(``NameError``, ``AttributeError``...) propagates.
 
 Where providers differ, the rule is an option of :class:`Rules`; ``RULES`` is the table of
 every provider's options (documented in ``docs/adapters-internals.md``).
@@ -81,6 +83,12 @@ class Rules:
         reads_text: the adapter reads a call's streamed text back (:meth:`CallTable.text`)
             to check what the provider says it was: the sink's ``args_text`` when it has
             one, else a copy the table keeps, within ``Limits.max_args_chars``.
+        text_after_ready: (with ``reads_text``) the copy outlives ``ready``: the provider
+            may still state the final text afterwards (else it is released at ``ready``).
+        id_sep: what separates a taken id from its suffix (``-2``, ``_2``...).
+
+    ``reused_id`` may also be ``"suffix"``: the provider's id with the smallest free
+    ``<id_sep><n>`` appended, a new call (servers reusing ids across choices).
     """
 
     mint: str | None
@@ -91,7 +99,9 @@ class Rules:
     delta_event: str = "delta"
     reads_text: bool = False
     falsy_input_is_empty: bool = True
-    reused_id: Literal["ignore", "mint"] = "ignore"
+    reused_id: Literal["ignore", "mint", "suffix"] = "ignore"
+    text_after_ready: bool = False
+    id_sep: str = "-"
 
 
 RULES: Final[dict[str, Rules]] = {
@@ -123,6 +133,30 @@ RULES: Final[dict[str, Rules]] = {
         delta_event="tool-input-delta",
         reads_text=True,
         falsy_input_is_empty=False,  # the SDK's input is the input, whatever it is
+    ),
+    # The OpenAI adapters route calls themselves (by id, index, item id; a name may arrive
+    # after the text, which then waits: ``_openai._Emitter``) and use the table for ids,
+    # starts, text, readiness, failures and the end.
+    "openai_chat": Rules(
+        mint="call_{key[0]}_{key[1]}",  # the key: (choice, position among its calls)
+        id_sep="_",
+        reused_id="suffix",
+        empty_name_fails=True,  # no name yet: the text waits; none by ready fails the call
+        absent_text_fails=False,
+        unit="call",
+        delta_event="chunk",
+        reads_text=True,  # a call made ready early: its text must be one complete value
+    ),
+    "openai_responses": Rules(
+        mint="call_{key}",  # the key: the output index
+        id_sep="_",
+        reused_id="suffix",
+        empty_name_fails=True,
+        absent_text_fails=False,
+        unit="call",
+        delta_event="response.function_call_arguments.delta",
+        reads_text=True,  # final arguments are checked against the streamed text
+        text_after_ready=True,  # ... and may arrive after the call was made ready
     ),
 }
 """Every provider's options, like the machine's transition table: one row per provider."""
@@ -208,7 +242,7 @@ class CallTable:
         self._failure = failure
         self.records: dict[Any, Record] = {}
         self._early: set[Any] = set()
-        self._ids = IdMinter()
+        self._ids = IdMinter(rules.id_sep)
         self.ended = False
         self.limits: Limits = DEFAULT_LIMITS
         self.bind(sink)
@@ -240,32 +274,20 @@ class CallTable:
                 return None  # the same call announced twice
             why = f"a new {self._rules.unit} started at its index before it closed"
             self.fail(old, why, event_type)
-        limits = self.limits
-        max_id = limits.max_id_chars
-        if _usable_id(call_id, max_id):
-            if not self._ids.claim(call_id, limits):
-                if self._rules.reused_id == "ignore":
-                    logger.debug("ignored a call reusing id %r", call_id)
-                    records.pop(key, None)
-                    return None
-                call_id = self._mint(key)
-        else:
-            call_id = self._mint(key)
+        call_id = self.claim(key, call_id)
         if call_id is None:
-            logger.warning("ignored a call at %r: no id fits Limits.max_id_chars (%d)", key, max_id)
             records.pop(key, None)
             return None
+        limits = self.limits
         text_name = name if type(name) is str else ""
         record = Record(key, call_id, text_name, server)
-        if self._rules.reads_text and self._read is None:
-            record.copy = []
         if len(records) >= limits.max_calls and key not in records:
             records = self._prune()
         if len(records) < limits.max_calls or key in records:
             records[key] = record
         else:
             records.pop(key, None)
-        self._write_start(call_id, _tool_name(text_name, limits.max_name_chars))
+        self.begin(record)
         if type(name) is not str or (not name and self._rules.empty_name_fails):
             self.fail(record, f"the call has no name ({_short(name)})", event_type)
         elif key in self._early:
@@ -278,6 +300,40 @@ class CallTable:
             return record
         return None
 
+    def claim(self, key: Any, call_id: Any) -> str | None:
+        """The tracker id of a call announced at ``key`` with the provider's ``call_id``;
+        ``None`` (logged) if the call is to be ignored.
+
+        A usable id (a non-empty string within ``Limits.max_id_chars``) is the tracker id,
+        unless the stream already used it (see ``Rules.reused_id``); any other id is
+        replaced by one minted from ``Rules.mint`` and ``key``, never longer than the
+        limit.
+        """
+        limits = self.limits
+        max_id = limits.max_id_chars
+        if _usable_id(call_id, max_id):
+            if self._ids.claim(call_id, limits):
+                return call_id
+            reused = self._rules.reused_id
+            if reused == "ignore":
+                logger.debug("ignored a call reusing id %r", call_id)
+                return None
+            minted = self._ids.mint(call_id, limits) if reused == "suffix" else self._mint(key)
+        else:
+            minted = self._mint(key)
+        if minted is None:
+            logger.warning("ignored a call at %r: no id fits Limits.max_id_chars (%d)", key, max_id)
+        return minted
+
+    def begin(self, record: Record) -> None:
+        """Write the start of ``record`` (its name cut to ``Limits.max_name_chars``), and
+        prepare the copy of its text a ``reads_text`` table keeps for a sink without
+        ``args_text``. :meth:`start` calls it; an adapter that routes its calls itself
+        (OpenAI) calls it once it knows the call's name."""
+        if self._rules.reads_text and self._read is None:
+            record.copy = []
+        self._write_start(record.call_id, _tool_name(record.name, self.limits.max_name_chars))
+
     def early(self, key: Any) -> None:
         """Argument text for ``key`` before any call started there: the call that then
         starts at ``key`` fails (its text would miss this fragment)."""
@@ -289,7 +345,12 @@ class CallTable:
         """The fast path: write ``text`` for the open, non-empty call at ``key`` and return
         ``True``; ``False`` (nothing written) for anything else."""
         record = self.records.get(key)
-        if record is None or not record.streaming or type(text) is not str or not text:
+        return record is not None and self.more_of(record, text)
+
+    def more_of(self, record: Record, text: Any) -> bool:
+        """:meth:`more` for a record the adapter routed itself (OpenAI): the one test and
+        the one write of the fast path."""
+        if not record.streaming or type(text) is not str or not text:
             return False
         try:
             self._delta(record.call_id, text)
@@ -322,7 +383,12 @@ class CallTable:
     def close(self, key: Any, event_type: str) -> None:
         """Make the open call at ``key`` ready, applying the ``{}`` rule first."""
         record = self.records.get(key)
-        if record is None or not record.open:
+        if record is not None:
+            self.ready(record, event_type)
+
+    def ready(self, record: Record, event_type: str) -> None:
+        """:meth:`close` for a record the adapter routed itself (OpenAI)."""
+        if not record.open:
             return
         if record.empty:
             initial = record.initial
@@ -339,9 +405,12 @@ class CallTable:
                 self.fail(record, why, event_type)
                 return
             record.open = False
+            if record.copy is not None:
+                record.copy.append(text)
             self._write_delta(record.call_id, text)
         record.open = record.streaming = False
-        record.copy = None
+        if not self._rules.text_after_ready:
+            record.copy = None
         self._write("write_ready", record.call_id)
 
     def fail(

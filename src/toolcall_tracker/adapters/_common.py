@@ -8,6 +8,8 @@
 - :func:`_json_text`: compact JSON text for an argument object that arrived whole.
 - :func:`_usable_id` and :func:`_tool_name`: provider ids and names checked against the
   limits of the sink the adapter writes into.
+- :class:`DecodeError` and :data:`READ_ERRORS`: what an adapter may take for an item it
+  cannot read (and ignore, or fail that item's call with); anything else propagates.
 """
 
 from __future__ import annotations
@@ -26,6 +28,23 @@ logger: Final = logging.getLogger("toolcall_tracker.adapters")
 """Adapters log the provider items they ignore as malformed here, at DEBUG."""
 
 
+class DecodeError(Exception):
+    """A provider item's own field access raised (a hostile property, a mapping whose
+    ``get`` raises): :func:`_get` raises this, the original as its ``__cause__``."""
+
+
+READ_ERRORS: Final = (DecodeError, KeyError, TypeError, ValueError, IndexError, RecursionError)
+"""The errors an adapter's decoding of a provider item may take for *that item's* fault.
+
+:class:`DecodeError` is what reading a field raised (:func:`_get`); ``KeyError``,
+``TypeError``, ``ValueError``, ``IndexError`` and ``RecursionError`` are what Python's own
+operations raise on a value of the wrong shape (iterating a number, a format spec on an
+object, a cycle). Anything else (``NameError``, ``AttributeError``, ``AssertionError``...)
+is a defect of the adapter itself and propagates, as does whatever the sink raised
+(``_sinkguard.SinkRaised``, a ``BaseException``). Catch exactly this tuple around decoding.
+"""
+
+
 _IS_MAPPING: dict[type, bool] = {}
 """Per item class: read fields by key (a mapping) or by attribute (an SDK object)."""
 
@@ -34,8 +53,12 @@ def _get(item: Any, name: str, camel: str | None = None) -> Any:
     """``item.name`` for an object, ``item[name]`` (or ``item[camel]``) for a mapping.
 
     Returns ``None`` when the field is absent (or ``item`` is ``None``). Never raises for
-    a missing field; an object whose attribute access itself raises still raises, and the
-    adapters catch that at their outer boundary.
+    a missing field.
+
+    Raises:
+        DecodeError: reading the field raised (a property, ``__getattr__`` or ``get`` of
+            the item's own class); the adapters catch it at their boundary
+            (:data:`READ_ERRORS`).
     """
     kind = type(item)
     if kind is not dict:
@@ -45,10 +68,16 @@ def _get(item: Any, name: str, camel: str | None = None) -> Any:
                 kind, BaseModel
             )
         if not is_mapping:
-            return getattr(item, name, None)
-    value = item.get(name)
-    if value is None and camel is not None:
-        value = item.get(camel)
+            try:
+                return getattr(item, name, None)
+            except Exception as exc:
+                raise DecodeError(f"{kind.__name__}.{name} could not be read") from exc
+    try:
+        value = item.get(name)
+        if value is None and camel is not None:
+            value = item.get(camel)
+    except Exception as exc:
+        raise DecodeError(f"{kind.__name__}[{name!r}] could not be read") from exc
     return value
 
 

@@ -4,18 +4,22 @@
   :mod:`~toolcall_tracker.adapters.openai_chat`, :mod:`~toolcall_tracker.adapters.openai_responses`
   and the :mod:`~toolcall_tracker.adapters.openai` compatibility module.
 - :func:`_get` / :func:`_check_item`: field access on SDK objects and dicts.
-- :class:`_Call`: the adapter's record of one call. A Responses call compares its final
-  arguments with the text the sink already holds (``args_text``, on a machine or tracker);
-  only written into a sink that holds no text does it keep a copy, within the limits.
-- :class:`_Emitter`: starting, appending, readying and failing calls through the sink,
-  under the sink's limits: a call whose name has not arrived holds its text until it does,
-  at most ``Limits.max_args_chars`` characters for all such calls together, and at most
+- :class:`_Call`: the adapter's record of one call, a record of the adapters' call table
+  (:mod:`._calls`) with what OpenAI adds to it.
+- :class:`_Emitter`: both adapters on the call table. They route their calls themselves
+  (Chat by choice, id and index; Responses by item id, call id and output index), and the
+  table does the rest, each rule once: ids (``RULES["openai_chat"]`` /
+  ``RULES["openai_responses"]``: minted ``call_...`` ids, a reused id suffixed ``_2``),
+  the start with its name cut to the limits, the one fast path for more text, ``{}`` for
+  a call with no text, ``ready``, failures and the end. A call's text is read back from
+  the sink (``args_text``; a copy only for a sink without it). What OpenAI adds: a call
+  whose name has not arrived holds its text until it does, at most
+  ``Limits.max_args_chars`` characters for all such calls together, and at most
   ``Limits.max_calls`` such calls.
 """
 
 from __future__ import annotations
 
-import io
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, TypeAlias
@@ -26,7 +30,7 @@ from .._json import _ArgumentsError, parse_json
 from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
-from ._common import IdMinter, _tool_name
+from ._calls import RULES, CallTable, Record
 
 _logger: Final = logging.getLogger("toolcall_tracker.adapters.openai")
 
@@ -157,17 +161,6 @@ has started and it was not made ready then; it waits for the ``finish_reason``."
 _HOLD_PARTS: Final = 256
 
 
-def _keep(call: _Call, fragment: str, limit: int) -> None:
-    """Keep ``fragment`` in ``call.text`` (which must not be ``None``); the text is dropped
-    once it outgrows ``limit`` (the sink fails such a call). The OpenAI Chat hot path
-    inlines this."""
-    text = call.text
-    assert text is not None
-    call.kept += text.write(fragment)
-    if call.kept > limit:
-        call.text = None
-
-
 def _complete_json(text: str) -> bool:
     """Whether ``text`` is one complete JSON value that no more text could extend: it
     parses (by the machine's rules) and is not a bare number (``12`` may still become
@@ -222,79 +215,66 @@ class _JsonEnd:
         self._depth, self._in_string, self._escape = depth, in_string, escape
 
 
-class _Call:
-    """The adapter's record of one call.
+class _Call(Record):
+    """The adapter's record of one call: a call-table record, plus what OpenAI adds.
 
-    ``started`` says whether ``Start`` was written; until then (the name has not arrived)
+    ``status``: the OpenAI status (``_PENDING``, ``_READY``, ``_FAILED``, ``_HELD``); the
+    table's ``open`` / ``streaming`` / ``finished`` follow it. ``started`` says whether
+    ``Start`` was written; until then (the name has not arrived, ``name`` is ``""``)
     fragments wait in ``parts`` (``held`` characters), unless they outgrew the limits
-    (``dropped``). ``size`` counts every character of the call's text. ``custom``
-    (Responses): a custom tool's call, whose free-text input is written as a JSON string.
-    ``has_text``: any non-empty fragment arrived. ``text``: the call's text so far,
-    ``kept`` characters, at most ``Limits.max_args_chars`` (``None`` once dropped or
-    released); kept by Chat for the latest call of a choice that may make calls ready
-    early (read once, when the next call starts), and by Responses when its sink holds no
-    text (read when final arguments arrive).
+    (``dropped``). ``chars`` counts the characters of the fragments the general path took
+    (the fast path's need no count: the sink enforces ``Limits.max_args_chars``, and the
+    fast path takes only calls that have text); ``has_text``: any non-empty fragment
+    arrived. ``custom`` (Responses): a custom tool's call, whose free-text input is written
+    as a JSON string.
     """
 
     __slots__ = (
+        "chars",
         "custom",
         "dropped",
         "has_text",
         "held",
-        "id",
-        "kept",
-        "name",
         "parts",
         "scan",
-        "size",
         "started",
         "status",
-        "text",
         "waiting",
     )
 
-    def __init__(self, call_id: str, name: str | None, keep: bool) -> None:
-        self.id = call_id
-        self.name = name
+    def __init__(self, key: Any, call_id: str, name: str | None) -> None:
+        super().__init__(key, call_id, name or "", False)
         self.started = False
         self.status = _PENDING
-        self.has_text = False
         self.parts: list[str] = []
         self.held = 0
-        self.size = 0
+        self.chars = 0
+        self.has_text = False
         self.dropped = False
         self.waiting = False  # counted among the calls waiting for a name
         self.custom = False
         self.scan: _JsonEnd | None = None  # (Chat) set for a call with neither id nor index
-        self.text: io.StringIO | None = io.StringIO() if keep else None
-        self.kept = 0
 
 
 class _Emitter(SinkAdapter):
-    """What both adapters share: unique ids, starting, appending, readying, failing."""
+    """Both adapters on the call table (see the module doc): ids, starting, appending,
+    readying, failing, the end; and a name that arrives after the text."""
 
     _api: _API
-    _copies_text = False
-    """(Responses) ``_Call.text`` is a copy of the call's text, kept (for a sink that holds
-    none) to compare with final arguments that may still arrive after ``ready``."""
+    _rules_name: str
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
-        self._ids = IdMinter("_")
-        self._ended = False
+        self._table = self._calls = CallTable(RULES[self._rules_name], self._failure, self._sink)
         self._waiting = 0  # calls holding text until their name arrives
         self._held = 0  # the characters they hold, all together
 
-    def _unique(self, candidate: str) -> str | None:
-        """``candidate``, or ``candidate_2``, ``_3``... if another call already has it;
-        ``None`` (logged at WARNING) when no such id fits ``Limits.max_id_chars``."""
-        minted = self._ids.mint(candidate, self._limits)
-        if minted is None:
-            _logger.warning(
-                "ignored a tool call: no id fits Limits.max_id_chars (%d)",
-                self._limits.max_id_chars,
-            )
-        return minted
+    def _failure(self, record: Record, why: str, event_type: str) -> OpenAICallFailure:
+        """The table's failure factory (the table fails no OpenAI call on its own; the
+        adapters pass their error values)."""
+        return OpenAIMalformedToolCall(
+            api=self._api, field=event_type, message=f"tool call {record.call_id!r}: {why}"
+        )
 
     def _admit(self, call: _Call) -> bool:
         """Count a call created without a name; ``False`` if ``Limits.max_calls`` such
@@ -302,7 +282,7 @@ class _Emitter(SinkAdapter):
         if call.name:
             return True
         if self._waiting >= self._limits.max_calls:
-            _logger.debug("ignored tool call %r: too many calls wait for their name", call.id)
+            _logger.debug("ignored tool call %r: too many calls wait for their name", call.call_id)
             return False
         self._waiting += 1
         call.waiting = True
@@ -314,15 +294,14 @@ class _Emitter(SinkAdapter):
         if call.waiting:
             call.waiting = False
             self._waiting -= 1
-        sink = self._sink
-        sink.write_start(call.id, _tool_name(call.name or "", self._limits.max_name_chars))
+        self._calls.begin(call)
         if call.dropped:
             self._fail(
                 call,
                 OpenAIMalformedToolCall(
                     api=self._api,
                     field=self._name_field(),
-                    message=f"tool call {call.id!r} received {call.size} characters of "
+                    message=f"tool call {call.call_id!r} received {call.chars} characters of "
                     "argument text before its name, more than Limits.max_args_chars "
                     f"({self._limits.max_args_chars}) allows to wait; the text was discarded",
                 ),
@@ -332,29 +311,30 @@ class _Emitter(SinkAdapter):
             self._held -= call.held
             call.parts = []
             call.held = 0
-            sink.write_delta(call.id, text)
+            self._calls.append(call, text, self._calls_event())
+            self._streaming(call)
 
     def _append(self, call: _Call, fragment: str) -> None:
         """Append a non-empty fragment to a pending call."""
         call.has_text = True
         size = len(fragment)
-        call.size += size
+        call.chars += size
         scan = call.scan
         if scan is not None:
             scan.add(fragment)
-        if call.text is not None:
-            _keep(call, fragment, self._limits.max_args_chars)
         limit = self._limits.max_args_chars
         if call.started:
-            self._sink.write_delta(call.id, fragment)
-            if call.size > limit:
-                call.status = _FAILED  # the sink failed it (ArgumentsTooLarge)
+            self._calls.append(call, fragment, self._calls_event())
+            if call.chars > limit:
+                self._stop(call, _FAILED)  # the sink failed it (ArgumentsTooLarge)
+            else:
+                self._streaming(call)
         elif not call.dropped:
-            if call.size > limit or self._held + size > limit:
+            if call.chars > limit or self._held + size > limit:
                 _logger.debug(
                     "tool call %r: argument text waiting for its name outgrew the limits; "
                     "discarded",
-                    call.id,
+                    call.call_id,
                 )
                 self._held -= call.held
                 call.parts = []
@@ -368,19 +348,38 @@ class _Emitter(SinkAdapter):
             if len(parts) >= _HOLD_PARTS:
                 call.parts = ["".join(parts)]
 
+    @staticmethod
+    def _streaming(call: _Call) -> None:
+        """The table's fast path takes a call's text only while it is ``_PENDING``."""
+        if call.status != _PENDING:
+            call.streaming = False
+
+    @staticmethod
+    def _resume(call: _Call) -> None:
+        """A ``_HELD`` call is plain pending again: the fast path may take its text."""
+        call.status = _PENDING
+        call.streaming = call.open and not call.empty and call.copy is None
+
+    @staticmethod
+    def _stop(call: _Call, status: int) -> None:
+        """``call`` is no longer pending, without a write (``_HELD``, or failed by the sink)."""
+        call.status = status
+        call.streaming = False
+        if status == _FAILED:
+            call.open = False
+            call.finished = True
+
     def _ready(self, call: _Call) -> None:
         """Make a pending call ready: empty text becomes ``{}``; a nameless call fails."""
         if call.status != _PENDING and call.status != _HELD:
             return
-        if not self._copies_text:
-            call.text = None  # (Chat) read only while the call may become ready early
         if not call.name:
             self._fail(
                 call,
                 OpenAIMalformedToolCall(
                     api=self._api,
                     field=self._name_field(),
-                    message=f"tool call {call.id!r} never received a function name",
+                    message=f"tool call {call.call_id!r} never received a function name",
                 ),
             )
             return
@@ -390,23 +389,22 @@ class _Emitter(SinkAdapter):
                 return
         if call.custom:  # a custom tool's free text: one JSON string
             self._append(call, '"' if call.has_text else '""')
-        elif not call.has_text:
-            self._append(call, "{}")
+            if call.status == _FAILED:
+                return
         call.status = _READY
-        self._sink.write_ready(call.id)
+        self._calls.ready(call, self._calls_event())
 
     def _fail(self, call: _Call, error: OpenAICallFailure) -> None:
         """Fail a call that is not failed yet (a nameless one is started as ``""``)."""
         if call.status == _FAILED:
             return
-        call.text = None
         if not call.started:
             self._start(call)
             if call.status == _FAILED:
                 return
         call.status = _FAILED
-        _logger.debug("failing tool call %r: %s", call.id, error.message)
-        self._sink.write_error(call.id, error)
+        _logger.debug("failing tool call %r: %s", call.call_id, error.message)
+        self._calls.finish(call, error)
 
     def _fail_pending(self, calls: list[_Call], reason: str, choice: int | None) -> None:
         """Fail every call still pending: the turn stopped for ``reason`` before they were
@@ -420,10 +418,14 @@ class _Emitter(SinkAdapter):
                         reason=reason,
                         choice=choice,
                         message=f"the turn stopped ({reason}) before the arguments of tool "
-                        f"call {call.id!r} ({call.name}) were complete; its text may be "
+                        f"call {call.call_id!r} ({call.name}) were complete; its text may be "
                         "truncated",
                     ),
                 )
+
+    def _calls_event(self) -> str:
+        """The event type that carries fragments, for the table's error values."""
+        return RULES[self._rules_name].delta_event
 
     def _name_field(self) -> str:
         return "function.name" if self._api == "chat.completions" else "name"

@@ -1,10 +1,11 @@
 """What a sink raises, kept apart from what an adapter makes of a malformed item (private).
 
-An adapter catches ``Exception`` around its decoding of a provider item, so that a hostile
-item fails only its own call. An exception raised by the sink it writes into (or by one of
-the sink's listeners) must never be taken for that: it is wrapped in :class:`SinkRaised`, a
-``BaseException`` that such handlers let through, and the adapter's boundary re-raises the
-original (:func:`unwrap`). The call table wraps its own writes.
+An adapter catches ``_common.READ_ERRORS`` (the errors of reading provider data) around its
+decoding of a provider item, so that a hostile item fails only its own call. An exception
+raised by the sink it writes into (or by one of the sink's listeners) must never be taken
+for that: it is wrapped in :class:`SinkRaised`, a ``BaseException`` that such handlers let
+through, and the adapter's boundary re-raises the original (:func:`unwrap`). The call table
+wraps its own writes.
 """
 
 from __future__ import annotations

@@ -92,6 +92,7 @@ from ._ai_sdk_listener import AISDKListener
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record
 from ._common import (
+    READ_ERRORS,
     _get,
     _short,
     _usable_id,
@@ -236,7 +237,7 @@ class AISDKAdapter(SinkAdapter):
             handler = self._HANDLERS.get(kind)
             if handler is not None and not (self._calls.ended and kind in _BEFORE_END):
                 handler(self, item)
-        except Exception:
+        except READ_ERRORS:
             logger.debug(
                 "ai_sdk: ignored a part that could not be read: %.200r", item, exc_info=True
             )

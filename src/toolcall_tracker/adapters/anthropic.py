@@ -77,7 +77,7 @@ from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, malformed_event
-from ._common import _IS_MAPPING, _get, _plain, logger
+from ._common import _IS_MAPPING, READ_ERRORS, _get, _plain, logger
 
 __all__ = ["AnthropicAdapter", "AnthropicMalformedEvent", "AnthropicServerToolError"]
 
@@ -160,16 +160,17 @@ class AnthropicAdapter(SinkAdapter):
                     return
             elif _IS_MAPPING.get(cls) is False:
                 try:  # an SDK event of this type has every field
-                    if item.type == "content_block_delta":
+                    fast = item.type == "content_block_delta"
+                    if fast:
                         delta = item.delta
-                        if not (
-                            delta.type == "input_json_delta"
-                            and calls.more(item.index, delta.partial_json)
-                        ):
-                            self._on_delta(item)
-                        return
-                except AttributeError:
-                    pass  # not shaped like an SDK event: the general path reads it safely
+                        text = delta.partial_json if delta.type == "input_json_delta" else None
+                        index = item.index
+                except Exception:  # not shaped like an SDK event, or a read raised:
+                    fast = False  # the general path reads it through _get
+                if fast:
+                    if not calls.more(index, text):
+                        self._on_delta(item)
+                    return
             kind = _get(item, "type")
             if kind == "content_block_delta":
                 self._on_delta(item)
@@ -189,7 +190,7 @@ class AnthropicAdapter(SinkAdapter):
                 self._finish()
             elif kind == "error":
                 self._on_error(item)
-        except Exception:  # a hostile typed object; nothing to attribute it to
+        except READ_ERRORS:  # a hostile typed object; nothing to attribute it to
             logger.debug("anthropic: ignored an event that could not be read", exc_info=True)
 
     def _finish_stream(self) -> None:

@@ -63,7 +63,7 @@ from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, malformed_event
-from ._common import _get, _json_text, _plain, logger
+from ._common import READ_ERRORS, _get, _json_text, _plain, logger
 
 __all__ = ["BedrockConverseAdapter", "BedrockMalformedEvent", "BedrockServerToolError"]
 
@@ -186,7 +186,7 @@ class BedrockConverseAdapter(SinkAdapter):
                         )
                         self._end(False, text)
                         return
-        except Exception:  # a hostile object; nothing to attribute it to
+        except READ_ERRORS:  # a hostile object; nothing to attribute it to
             logger.debug("bedrock: ignored an event that could not be read", exc_info=True)
 
     def _finish_stream(self) -> None:

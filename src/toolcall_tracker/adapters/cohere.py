@@ -54,7 +54,7 @@ from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, malformed_event
-from ._common import _get, logger
+from ._common import READ_ERRORS, _get, logger
 
 __all__ = ["CohereAdapter", "CohereMalformedEvent"]
 
@@ -133,7 +133,7 @@ class CohereAdapter(SinkAdapter):
                 calls.close(_get(item, "index"), "tool-call-end")
             elif kind == "message-end":
                 self._on_message_end(_get(item, "delta"))
-        except Exception:  # a hostile object; nothing to attribute it to
+        except READ_ERRORS:  # a hostile object; nothing to attribute it to
             logger.debug("cohere: ignored an event that could not be read", exc_info=True)
 
     def _finish_stream(self) -> None:

@@ -61,6 +61,7 @@ from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record
 from ._common import (
+    READ_ERRORS,
     _get,
     _json_text,
     _short,
@@ -344,14 +345,14 @@ class GeminiAdapter(SinkAdapter):
                         call = _get(part, "function_call", "functionCall")
                         if call is not None:
                             self._on_call(index, state, call)
-                    except Exception:
+                    except READ_ERRORS:
                         logger.debug("gemini: skipped a part that could not be read", exc_info=True)
                 reason = _reason(_get(candidate, "finish_reason", "finishReason"))
                 if reason is not None:
                     state.finish = reason
                     if state.open is not None:
                         self._cut(state, reason)
-        except Exception:
+        except READ_ERRORS:
             logger.debug(
                 "gemini: skipped the rest of a chunk that could not be read", exc_info=True
             )

@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..limits import Limits
-from ._common import _get, _json_text, logger
+from ._common import READ_ERRORS, _get, _json_text, logger
 from ._openai import _NotAnItem
 from .openai_chat import OpenAIChatAdapter
 
@@ -91,6 +91,8 @@ class MistralAdapter(OpenAIChatAdapter):
         super().__init__(eager=eager, limits=limits)
 
     def _translate(self, item: Any) -> None:
+        if type(item) is dict and not self._calls.ended and self._fast_dict(item):
+            return  # more text for a streaming call: nothing in it needs a fix
         try:  # reading the item: what fails here is the item's
             if isinstance(item, BaseModel):
                 data = _get(item, "data")
@@ -101,7 +103,7 @@ class MistralAdapter(OpenAIChatAdapter):
                 item = item["data"]  # a CompletionEvent as a dict
             if isinstance(item, dict):
                 item = _fix_chunk(item)
-        except Exception:
+        except READ_ERRORS:
             logger.debug("mistral: ignored an item that could not be read", exc_info=True)
             return
         try:  # writing: only "not an item at all" is the item's; the sink's errors propagate

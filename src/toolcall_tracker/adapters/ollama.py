@@ -50,7 +50,7 @@ from ..errors import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record
-from ._common import _get, _short, logger
+from ._common import READ_ERRORS, _get, _short, logger
 from ._openai import _NotAnItem
 from .openai_chat import OpenAIChatAdapter
 
@@ -104,7 +104,7 @@ class OllamaAdapter(SinkAdapter):
                     self._native = (
                         _get(item, "message") is not None or _get(item, "done") is not None
                     )
-        except Exception:  # a hostile object: nothing to attribute it to
+        except READ_ERRORS:  # a hostile object: nothing to attribute it to
             logger.debug("ollama: ignored a line that could not be read", exc_info=True)
             return
         if self._openai is not None:
@@ -133,7 +133,7 @@ class OllamaAdapter(SinkAdapter):
                     calls.end(reason in self._ok_reasons, reason)
                 else:
                     calls.end(False, f"invalid done_reason {_short(reason, 60)}")
-        except Exception:  # a hostile object: nothing to attribute it to
+        except READ_ERRORS:  # a hostile object: nothing to attribute it to
             logger.debug("ollama: ignored a line that could not be read", exc_info=True)
 
     def _compatible(self, item: Any) -> None:

@@ -22,7 +22,6 @@ lines, say). Items fed once the turn is over (after ``end()``) are ignored and r
 
 from __future__ import annotations
 
-import io
 from typing import Any, Final
 
 from ..limits import Limits
@@ -146,6 +145,7 @@ class OpenAIChatAdapter(_Emitter):
     """
 
     _api = "chat.completions"
+    _rules_name = "openai_chat"
 
     def __init__(self, *, eager: bool = True, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
@@ -165,21 +165,22 @@ class OpenAIChatAdapter(_Emitter):
         Raises:
             TypeError: ``item`` is not a provider item at all (see the module docs).
         """
-        if self._ended:
+        if self._calls.ended:
             return
-        if type(item) is not dict:
-            if _is_mapping(item):
-                item = dict(item)  # an OrderedDict, say: read as the dict it is
-            elif self._fast_fragment(item):
+        if type(item) is dict:
+            if self._fast_dict(item):
                 return
+        elif _is_mapping(item):
+            item = dict(item)  # an OrderedDict, say: read as the dict it is
+        elif self._fast_fragment(item):
+            return
         get: _Getter = _get if type(item) is dict else getattr
         choices = get(item, "choices", None)
         if type(choices) is not list:
             self._other(item)
             return
         states = self._choices
-        write_delta = self._sink.write_delta
-        max_chars = self._limits.max_args_chars
+        more = self._calls.more_of
         for choice in choices:
             index = get(choice, "index", None)
             if type(index) is not int:
@@ -193,30 +194,19 @@ class OpenAIChatAdapter(_Emitter):
                 if tool_calls:
                     if type(tool_calls) is list:
                         for fragment in tool_calls:
-                            # The hot path, inline: more text for a started, pending call
-                            # found by index. Anything else takes the general route.
+                            # The table's fast path: more text for a streaming call found
+                            # by index. Anything else takes the general route.
                             position = get(fragment, "index", None)
                             if type(position) is int and get(fragment, "id", None) is None:
                                 call = state.by_index.get(position)
                                 function = get(fragment, "function", None)
                                 if (
                                     call is not None
-                                    and call.status == _PENDING
-                                    and call.started
                                     and function is not None
                                     and get(function, "name", None) is None
+                                    and more(call, get(function, "arguments", None))
                                 ):
-                                    arguments = get(function, "arguments", None)
-                                    if type(arguments) is str:
-                                        if arguments:
-                                            call.has_text = True
-                                            write_delta(call.id, arguments)
-                                            kept = call.text
-                                            if kept is not None:  # _keep, inlined
-                                                call.kept += kept.write(arguments)
-                                                if call.kept > max_chars:
-                                                    call.text = None
-                                        continue
+                                    continue
                             self._fragment(get, state, fragment)
                     else:
                         _logger.debug("ignored tool_calls that is not a list: %.200r", tool_calls)
@@ -226,10 +216,10 @@ class OpenAIChatAdapter(_Emitter):
 
     def _fast_fragment(self, item: Any) -> bool:
         """The commonest SDK chunk, read with plain attribute access: one choice, no finish
-        reason, one tool-call fragment that only carries more arguments for a started,
-        pending call found by index. Writes it and returns ``True``; ``False`` for any
-        other chunk (including one not shaped like an SDK object), which takes the general
-        route."""
+        reason, one tool-call fragment that only carries more arguments for a streaming
+        call found by index (the table's fast path). Writes the text and returns ``True``;
+        ``False`` for any other chunk (including one not shaped like an SDK object), which
+        takes the general route."""
         try:
             choices = item.choices
             if type(choices) is not list or len(choices) != 1:
@@ -245,38 +235,49 @@ class OpenAIChatAdapter(_Emitter):
             if type(position) is not int or fragment.id is not None:
                 return False
             index = choice.index
-            state = self._choices.get(index if type(index) is int else 0)
-            if state is None:
-                return False
-            call = state.by_index.get(position)
             function = fragment.function
-            if (
-                call is None
-                or call.status != _PENDING
-                or not call.started
-                or function is None
-                or function.name is not None
-            ):
+            if function is None or function.name is not None:
                 return False
             arguments = function.arguments
-            if type(arguments) is not str or not arguments:
-                return False
         except AttributeError:
             return False
-        call.has_text = True
-        self._sink.write_delta(call.id, arguments)
-        kept = call.text
-        if kept is not None:  # _keep, inlined
-            call.kept += kept.write(arguments)
-            if call.kept > self._limits.max_args_chars:
-                call.text = None
-        return True
+        state = self._choices.get(index if type(index) is int else 0)
+        call = None if state is None else state.by_index.get(position)
+        return call is not None and self._calls.more_of(call, arguments)
+
+    def _fast_dict(self, item: dict[str, Any]) -> bool:
+        """:meth:`_fast_fragment` for a plain dict chunk. Its levels are read with ``get``
+        without a type check each: a level of another shape raises ``AttributeError`` or
+        ``TypeError`` while it is read, and the chunk takes the general route."""
+        try:
+            choices = item.get("choices")
+            if type(choices) is not list or len(choices) != 1:
+                return False
+            choice = choices[0]
+            if choice.get("finish_reason") is not None:
+                return False
+            tool_calls = choice.get("delta").get("tool_calls")
+            if type(tool_calls) is not list or len(tool_calls) != 1:
+                return False
+            fragment = tool_calls[0]
+            if fragment.get("id") is not None:
+                return False
+            function = fragment.get("function")
+            position = fragment.get("index")
+            if function.get("name") is not None or type(position) is not int:
+                return False
+            arguments = function.get("arguments")
+            index = choice.get("index")
+            state = self._choices.get(index if type(index) is int else 0)
+        except (AttributeError, TypeError):  # a level of another shape: the general route
+            return False
+        call = None if state is None else state.by_index.get(position)
+        return call is not None and self._calls.more_of(call, arguments)
 
     def _finish_stream(self) -> None:
         """The turn's ``End`` (see the class docs); nothing if called again."""
-        if self._ended:
+        if self._calls.ended:
             return
-        self._ended = True
         states = [self._choices[index] for index in sorted(self._choices)]
         reasons: list[str] = []
         ok = bool(states)
@@ -293,7 +294,7 @@ class OpenAIChatAdapter(_Emitter):
             ok = False
             reasons.insert(0, self._error)
         reason = ",".join(reasons) if reasons else "stream ended without any choice"
-        self._sink.write_end(ok, reason)
+        self._calls.end(ok, reason)
 
     # -- internals --------------------------------------------------------------------
 
@@ -345,7 +346,7 @@ class OpenAIChatAdapter(_Emitter):
                     # Same index, a new id, no name: a server that sends a fresh id on
                     # every fragment. A continuation; the call keeps its first id (text
                     # for it once it is ready is late, as below).
-                    _logger.debug("tool call %r: a new id on a continuation fragment", call.id)
+                    _logger.debug("tool call %r: a new id on a continuation fragment", call.call_id)
                 else:
                     call = self._new_call(state, call_id, name)
                     if call is None:
@@ -380,9 +381,9 @@ class OpenAIChatAdapter(_Emitter):
         if call is not state.latest and state.early and (name is not None or arguments):
             self._interleaved(state)  # something for a call the next one superseded
         if not call.started:
-            if call.name is None and name is not None:
+            if not call.name and name is not None:
                 call.name = name
-            if call.name is not None:
+            if call.name:
                 self._start(call)
         if arguments:
             if type(arguments) is str and (call.status == _PENDING or call.status == _HELD):
@@ -393,7 +394,7 @@ class OpenAIChatAdapter(_Emitter):
                     OpenAIMalformedToolCall(
                         api="chat.completions",
                         field="function.arguments",
-                        message=f"function.arguments of tool call {call.id!r} is a "
+                        message=f"function.arguments of tool call {call.call_id!r} is a "
                         f"{type(arguments).__name__}, not a string: {arguments!r:.200}",
                     ),
                 )
@@ -403,28 +404,28 @@ class OpenAIChatAdapter(_Emitter):
                     OpenAILateArguments(
                         api="chat.completions",
                         fragment=arguments,
-                        message=f"argument text for tool call {call.id!r} ({call.name}) "
+                        message=f"argument text for tool call {call.call_id!r} ({call.name}) "
                         "arrived after it was made ready (this server interleaves calls); "
                         "a tool already started got the text it was made ready with",
                     ),
                 )
 
     def _new_call(self, state: _Choice, server_id: str | None, name: str | None) -> _Call | None:
-        tracker_id = self._unique(server_id or f"call_{state.index}_{len(state.calls)}")
+        key = (state.index, len(state.calls))
+        tracker_id = self._calls.claim(key, server_id)
         if tracker_id is None:
             return None
-        call = _Call(tracker_id, name, False)
+        call = _Call(key, tracker_id, name)
         if not self._admit(call):
             return None
         if state.early:
             previous = state.latest
             if previous is not None and previous.status == _PENDING:
                 self._superseded(previous)
-            call.text = io.StringIO()
         state.calls.append(call)
         state.latest = call
         if state.finish is not None:
-            _logger.debug("tool call %r starts after its choice finished", call.id)
+            _logger.debug("tool call %r starts after its choice finished", call.call_id)
         return call
 
     def _superseded(self, call: _Call) -> None:
@@ -433,12 +434,11 @@ class OpenAIChatAdapter(_Emitter):
         is named and its text is one complete JSON value; else held for the
         ``finish_reason`` (no text, or text that is not complete, is never made ready
         early)."""
-        text = call.text
-        call.text = None
-        if call.started and call.has_text and text is not None and _complete_json(text.getvalue()):
+        text = self._calls.text(call) if call.started and call.has_text else None
+        if text is not None and _complete_json(text):
             self._ready(call)
         else:
-            call.status = _HELD
+            self._stop(call, _HELD)
 
     def _interleaved(self, state: _Choice) -> None:
         """``state``'s fragments turn out to be interleaved: from now on its calls become
@@ -446,9 +446,9 @@ class OpenAIChatAdapter(_Emitter):
         _logger.debug("choice %d interleaves its calls: readiness at finish_reason", state.index)
         state.early = False
         for call in state.calls:
-            call.text = None
+            call.copy = None  # read only to make a call ready early
             if call.status == _HELD:
-                call.status = _PENDING
+                self._resume(call)
 
     def _finish(self, state: _Choice, finish: Any) -> None:
         if state.finish is not None:

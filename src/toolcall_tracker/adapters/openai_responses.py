@@ -143,20 +143,15 @@ class OpenAIResponsesAdapter(_Emitter):
     """
 
     _api = "responses"
-    _copies_text = True
+    _rules_name = "openai_responses"
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
         self._by_item: dict[str, _Call] = {}
         self._by_call_id: dict[str, _Call] = {}
         self._by_output: dict[int, _Call] = {}
-        self._calls: list[_Call] = []
+        self._order: list[_Call] = []
         self._retired: dict[str, None] = {}  # ids of released records, oldest first
-        self._read_text: Any = None  # the sink's ``args_text``, when it has one
-
-    def _bind(self, sink: Any) -> None:
-        super()._bind(sink)
-        self._read_text = getattr(sink, "args_text", None)
 
     def _translate(self, item: Any) -> None:
         """Write the events one stream event implies (possibly none).
@@ -164,21 +159,26 @@ class OpenAIResponsesAdapter(_Emitter):
         Raises:
             TypeError: ``item`` is not a provider item at all (see the module docs).
         """
-        if self._ended:
+        if self._calls.ended:
             return
-        # The hot path: a fragment, read with plain access from a dict or an SDK object.
+        # The hot path: a fragment, read with plain access from a dict or an SDK object,
+        # for a streaming call (the table's fast path); any other fragment: _fragment.
         cls = type(item)
+        fragment: Any = None
         if cls is dict:
             if item.get("type") == _ARGS_DELTA:
-                self._fragment(item.get("item_id"), item.get("delta"))
-                return
+                item_id, fragment = item.get("item_id"), item.get("delta")
         elif _MAPPING_TYPES.get(cls) is False:
             try:  # an SDK event of this type has every field
                 if item.type == _ARGS_DELTA:
-                    self._fragment(item.item_id, item.delta)
-                    return
+                    item_id, fragment = item.item_id, item.delta
             except AttributeError:
                 pass  # not shaped like an SDK event: read it safely below
+        if fragment is not None:
+            call = self._by_item.get(item_id) if type(item_id) is str else None
+            if call is None or not self._calls.more_of(call, fragment):
+                self._fragment(item_id, fragment)
+            return
         # Only the item's own fields are read here (nested ones go through ``_get``), so a
         # dict item can use ``dict.get`` itself.
         get: _Getter
@@ -242,23 +242,13 @@ class OpenAIResponsesAdapter(_Emitter):
         call = self._by_item.get(item_id) if type(item_id) is str else None
         if call is None:
             _logger.debug("ignored a delta for an unannounced item %.80r", item_id)
-        elif call.status == _PENDING:
-            if call.started and call.text is None and not call.custom:
-                # _append's common case, inlined: a started call, no copy kept
-                call.has_text = True
-                call.size += len(fragment)
-                self._sink.write_delta(call.id, fragment)
-                if call.size > self._limits.max_args_chars:
-                    call.status = _FAILED  # the sink failed it (ArgumentsTooLarge)
-            else:
-                self._append(call, fragment)
+        elif not self._calls.more_of(call, fragment) and call.status == _PENDING:
+            self._append(call, fragment)
 
     def _finish_stream(self) -> None:
         """``End(ok=False)`` if the stream ended before a terminal event, else nothing."""
-        if self._ended:
-            return
-        self._ended = True
-        self._sink.write_end(False, "stream ended before response.completed")
+        if not self._calls.ended:
+            self._calls.end(False, "stream ended before response.completed")
 
     # -- internals --------------------------------------------------------------------
 
@@ -298,26 +288,18 @@ class OpenAIResponsesAdapter(_Emitter):
         if call is None:
             if item_id in self._retired or call_id in self._retired:
                 return  # a late event for a call whose record was released
-            if len(self._calls) >= self._limits.max_calls and not self._prune():
+            if len(self._order) >= self._limits.max_calls and not self._prune():
                 _logger.debug("ignored tool call %r: Limits.max_calls calls pending", call_id)
                 return
-            if call_id is not None:
-                tracker_id = self._unique(call_id)
-            elif item_id is not None:
-                tracker_id = self._unique(item_id)
-            elif output_index is not None:
-                tracker_id = self._unique(f"call_{output_index}")
-            else:
-                tracker_id = self._unique(f"call_{len(self._calls)}")
+            key = output_index if output_index is not None else len(self._order)
+            tracker_id = self._calls.claim(key, call_id if call_id is not None else item_id)
             if tracker_id is None:
                 return
-            call = _Call(
-                tracker_id, name if type(name) is str and name else None, self._read_text is None
-            )
+            call = _Call(key, tracker_id, name if type(name) is str and name else None)
             call.custom = custom
             if not self._admit(call):
                 return
-            self._calls.append(call)
+            self._order.append(call)
         elif source is None and call.started:
             return  # a repeated output_item.added
         elif call.custom is not custom:
@@ -371,8 +353,8 @@ class OpenAIResponsesAdapter(_Emitter):
         ``False`` if ``2 * Limits.max_calls`` records are still pending (the sink tracks at
         most ``max_calls`` of them, and at most ``max_calls`` more wait for a name)."""
         limit = 2 * self._limits.max_calls  # started calls, and as many waiting for a name
-        keep = [call for call in self._calls if call.status == _PENDING]
-        if len(keep) == len(self._calls):
+        keep = [call for call in self._order if call.status == _PENDING]
+        if len(keep) == len(self._order):
             return len(keep) < limit
         retired = self._retired
         for index, call in [*self._by_item.items(), *self._by_call_id.items()]:
@@ -380,7 +362,7 @@ class OpenAIResponsesAdapter(_Emitter):
                 retired[index] = None
         while len(retired) > self._limits.remember_forgotten:
             del retired[next(iter(retired))]
-        self._calls = keep
+        self._order = keep
         self._by_item = {k: c for k, c in self._by_item.items() if c.status == _PENDING}
         self._by_call_id = {k: c for k, c in self._by_call_id.items() if c.status == _PENDING}
         self._by_output = {k: c for k, c in self._by_output.items() if c.status == _PENDING}
@@ -391,12 +373,7 @@ class OpenAIResponsesAdapter(_Emitter):
         sink without it, or what waits for the name; ``None`` if unknown."""
         if not call.started:
             return None if call.dropped else "".join(call.parts)
-        read = self._read_text
-        if read is not None:
-            text: str | None = read(call.id)
-            return text
-        kept = call.text
-        return None if kept is None else kept.getvalue()
+        return self._calls.text(call)
 
     def _settle(self, call: _Call, final: Any, source: str) -> None:
         """Reconcile the streamed text with the final ``arguments``, then make it ready."""
@@ -408,7 +385,7 @@ class OpenAIResponsesAdapter(_Emitter):
                 OpenAIMalformedToolCall(
                     api="responses",
                     field="arguments",
-                    message=f"the final arguments of tool call {call.id!r} in {source} "
+                    message=f"the final arguments of tool call {call.call_id!r} in {source} "
                     f"are a {type(final).__name__}, not a string: {final!r:.200}",
                 ),
             )
@@ -437,7 +414,7 @@ class OpenAIResponsesAdapter(_Emitter):
                     streamed_chars=streamed,
                     final=final,
                     source=source,
-                    message=f"the final arguments of tool call {call.id!r} "
+                    message=f"the final arguments of tool call {call.call_id!r} "
                     f"({call.name}) in {source} disagree with the text "
                     f"{'streamed' if call.status == _PENDING else 'it was made ready with'}"
                     f" ({streamed} characters, {len(final)} final; the streamed "
@@ -454,11 +431,10 @@ class OpenAIResponsesAdapter(_Emitter):
         if type(output) is list:
             for position, item in enumerate(output):
                 self._item(item, position, _COMPLETED)
-        for call in self._calls:
+        for call in self._order:
             if call.status == _PENDING:
                 self._ready(call)
-        self._ended = True
-        self._sink.write_end(True, "completed")
+        self._calls.end(True, "completed")
 
     def _stopped(self, kind: str, response: Any) -> None:
         if kind == "response.incomplete":
@@ -473,6 +449,5 @@ class OpenAIResponsesAdapter(_Emitter):
         self._cut_off(reason)
 
     def _cut_off(self, reason: str) -> None:
-        self._fail_pending(self._calls, reason, None)
-        self._ended = True
-        self._sink.write_end(False, reason)
+        self._fail_pending(self._order, reason, None)
+        self._calls.end(False, reason)
