@@ -7,7 +7,6 @@ over-long name is cut, and a 20 MB hostile stream keeps the adapter's memory bou
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
@@ -357,7 +356,6 @@ def test_a_20mb_hostile_stream_keeps_memory_bounded(fmt: str, scenario: str) -> 
     machine = tool_call_streaming_state_machine(limits=MEMORY_LIMITS)
     adapter = FORMATS[fmt].adapter()
     items = SCENARIOS[scenario](fmt)
-    began = time.perf_counter()
     tracemalloc.start()
     try:
         baseline = tracemalloc.get_traced_memory()[0]
@@ -365,10 +363,8 @@ def test_a_20mb_hostile_stream_keeps_memory_bounded(fmt: str, scenario: str) -> 
         peak = tracemalloc.get_traced_memory()[1] - baseline
     finally:
         tracemalloc.stop()
-    elapsed = time.perf_counter() - began
     assert peak < BUDGET, f"{fmt}/{scenario}: peak {peak:,} bytes above baseline"
     assert machine.end is not None
-    assert elapsed < 3.0, f"{fmt}/{scenario} took {elapsed:.2f} s"
     if scenario == "one_huge_call":
         (call,) = machine.list()
         assert call.status.value == "error"
