@@ -157,6 +157,9 @@ business, not the machine's.)"""
 
 _COALESCE: Final = 64
 """Fragments (and blocks) joined at a time: bounds a call's memory near its text's size."""
+_LANE: Final = 256
+"""Characters a call's fast lane takes between two checks (see ``_CallRecord.append``): at
+most this many fragments are appended before the next coalescing check."""
 _SMALL_TAIL: Final = _COALESCE * 256
 """Characters under which ``_COALESCE`` fragments are small enough to be joined."""
 _SMALL_BLOCKS: Final = _COALESCE * _SMALL_TAIL // 4
@@ -171,13 +174,14 @@ class _CallRecord:
     __slots__ = (
         "args",
         "big",
+        "budget",
         "error",
         "free",
+        "held",
         "id",
         "name",
         "parts",
         "result",
-        "room",
         "small",
         "snapshot",
         "status",
@@ -188,10 +192,13 @@ class _CallRecord:
         self.id = call_id
         self.name = name
         self.status = PENDING
-        # Characters of argument text still allowed; -1 once the call is no longer
-        # pending, so that "does this fragment fit?" alone sends any fragment for a call
-        # that is not pending to the table (see append).
-        self.room = room
+        # The room left for argument text is split in two: ``budget``, the fast lane (what
+        # may be appended with no other check: at most _LANE characters at a time), and
+        # ``held``, the rest. -1 closes the lane (the call is no longer pending, or its
+        # machine must see every fragment): "does this fragment fit in the lane?" alone
+        # then sends every fragment to the table (see append and add).
+        self.budget = lane = room if room < _LANE else _LANE
+        self.held = room - lane
         self.parts: list[str] = []
         # ``parts`` is [big blocks..., small blocks..., fragments...]: every _COALESCE
         # fragments are joined into a small block, every _COALESCE small blocks into a big
@@ -216,20 +223,50 @@ class _CallRecord:
             self.big, self.small, self.free = 1, 0, 1 + _COALESCE
         return parts[0] if parts else ""
 
+    def room(self) -> int:
+        """Characters of argument text still allowed (lane and held together)."""
+        budget = self.budget
+        return self.held + budget if budget > 0 else self.held
+
     def append(self, text: str) -> bool:
-        """The table's APPEND for a fragment that fits: append ``text`` and return ``True``;
-        ``False`` (nothing changed) if it does not fit in the room left, which is always
-        the case for a call that is not pending (its room is -1). The one place a fragment
-        is appended: the reducer's ``_append`` and the machine's hot path both call it."""
-        room = self.room - len(text)
+        """The hot path's APPEND: append ``text`` and return ``True`` if the call's lane is
+        open and the fragment fits; ``False`` (nothing changed) otherwise, always for a
+        call that is not pending or whose machine closed its lane: the caller then takes
+        the table's path. Its first lines are the one fast path (the machine inlines them
+        in ``apply`` and ``write_delta``; tests/test_machine_hot_path.py checks that every
+        route does the same): a fragment that fits in the lane costs a subtraction, a
+        comparison and a list append."""
+        budget = self.budget - len(text)
+        if budget >= 0:
+            self.budget = budget
+            self.parts.append(text)
+            return True
+        return self.budget >= 0 and self.add(text)
+
+    def add(self, text: str) -> bool:
+        """The table's APPEND: append ``text`` if it fits in the room left (``False``,
+        nothing changed, if not); coalesce the fragments if it is time, then give the lane
+        its next share of the room, unless the lane is closed."""
+        budget = self.budget
+        room = (self.held + budget if budget > 0 else self.held) - len(text)
         if room < 0:
             return False
-        self.room = room
         parts = self.parts
         parts.append(text)
         if len(parts) >= self.free:
             self.coalesce()
+        if budget < 0:
+            self.held = room
+        else:
+            self.budget = lane = room if room < _LANE else _LANE
+            self.held = room - lane
         return True
+
+    def close_lane(self) -> None:
+        """Send every later fragment to the table (the machine must see each one)."""
+        if self.budget >= 0:
+            self.held += self.budget
+            self.budget = -1
 
     def coalesce(self) -> None:
         """Join the last ``_COALESCE`` fragments into one block if they are small, and every
@@ -284,8 +321,8 @@ def _create(record: _CallRecord | None, call_id: str, payload: Any, limits: Limi
 
 
 def _append(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
-    if not record.append(payload):  # (the table sends only pending calls here)
-        received = limits.max_args_chars - record.room + len(payload)
+    if not record.add(payload):  # (the table sends only pending calls here)
+        received = limits.max_args_chars - record.room() + len(payload)
         record.parts = []  # release the buffered text before anything else
         return _fail(
             record,
@@ -305,7 +342,8 @@ def _append(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> 
 def _parse(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _CallRecord:
     text = record.text = record.args_text()
     record.parts.clear()  # keeps the list: one allocation per call, not one per step
-    record.room = -1  # no longer pending: no fragment fits
+    record.budget = -1  # no longer pending: the lane is closed for good
+    record.held = 0
     try:
         record.args = parse_json(text)
     except _ArgumentsError as exc:
@@ -328,7 +366,8 @@ def _fail(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _C
     if record.status is PENDING:
         record.text = record.args_text()
         record.parts.clear()  # keeps the list: one allocation per call, not one per step
-        record.room = -1  # no longer pending: no fragment fits
+        record.budget = -1  # no longer pending: the lane is closed for good
+        record.held = 0
     record.status = ERROR
     record.error = payload
     record.snapshot = None

@@ -143,6 +143,7 @@ class Provider:
 _declared: list[Provider] | None = None  # the modules of _providers, found once
 _added: list[Provider] = []  # registered at run time
 _sorted: list[Provider] | None = None  # both, in rank order (rebuilt after a change)
+_by_type: dict[type, Provider | None] = {}  # for_adapter's answers (cleared with _sorted)
 
 
 def providers() -> list[Provider]:
@@ -158,6 +159,7 @@ def providers() -> list[Provider]:
                 if not info.name.startswith("_")
             ]
         _sorted = sorted([*_declared, *_added], key=lambda provider: provider.rank)
+        _by_type.clear()
     return _sorted
 
 
@@ -180,11 +182,16 @@ def get(fmt: str) -> Provider:
 
 def for_adapter(adapter: object) -> Provider | None:
     """The provider whose adapter ``adapter`` is an instance of, if any."""
-    name = type(adapter).__name__
+    cls = type(adapter)
+    if _sorted is not None and cls in _by_type:  # (every adapt() asks: once per class)
+        return _by_type[cls]
+    found = None
     for provider in providers():
-        if provider.adapter_name == name and isinstance(adapter, provider.load("adapter")):
-            return provider
-    return None
+        if provider.adapter_name == cls.__name__ and isinstance(adapter, provider.load("adapter")):
+            found = provider
+            break
+    _by_type[cls] = found
+    return found
 
 
 def register(provider: Provider) -> Callable[[], None]:

@@ -94,6 +94,8 @@ class ToolCallStateMachine:
             self._listeners = (*self._listeners, listener)
         if fragments and listener not in self._fragment_listeners:
             self._fragment_listeners = (*self._fragment_listeners, listener)
+            for record in self._calls.values():  # every fragment must now reach _route
+                record.close_lane()
 
     def unsubscribe(self, listener: ChangeListener) -> None:
         """Stop telling ``listener``; unknown listeners are ignored."""
@@ -113,10 +115,10 @@ class ToolCallStateMachine:
         Raises:
             InvalidEvent: the event is malformed; nothing changed.
         """
-        # The hot path: a well-formed fragment, as a plain dict or a Delta model, for a
-        # call that has room for it (only a pending call has any) is appended right here:
-        # the lines of _CallRecord.append (the table's APPEND), inlined to save a call per
-        # fragment; tests/test_machine_hot_path.py checks that both do the same. Anything
+        # The hot path: a well-formed fragment, as a plain dict or a Delta model, that fits
+        # in its call's fast lane (only a pending call has one) is appended right here: the
+        # first lines of _CallRecord.append, inlined to save a call per fragment;
+        # tests/test_machine_hot_path.py checks that every route does the same. Anything
         # else, or anything unusual, takes the general path, which validates, decides and
         # reports.
         cls = type(event)
@@ -134,15 +136,12 @@ class ToolCallStateMachine:
         if type(text) is str and type(call_id) is str:
             record = self._calls.get(call_id)
             if record is not None:
-                room = record.room - len(text)
-                if room >= 0:
-                    record.room = room
-                    parts = record.parts
-                    parts.append(text)
-                    if len(parts) >= record.free:
-                        record.coalesce()
-                    if self._fragment_listeners:
-                        self._appended(call_id, text)
+                budget = record.budget - len(text)
+                if budget >= 0:
+                    record.budget = budget
+                    record.parts.append(text)
+                    return
+                if record.budget >= 0 and record.add(text):
                     return
         decoded = decode(event)
         if decoded is None:
@@ -162,14 +161,19 @@ class ToolCallStateMachine:
     def write_delta(self, call_id: str, text: str) -> None:
         """Apply ``delta``: exactly ``apply(Delta(id=call_id, args_text_delta=text))``.
 
-        This is the hot path of every adapter: a fragment for a pending call goes straight
-        to the table's delta step.
+        This is the hot path of every adapter: a fragment that fits in its call's fast
+        lane is appended here (the first lines of ``_CallRecord.append``, inlined); the
+        rest goes to the table's delta step.
         """
         record = self._calls.get(call_id) if type(call_id) is str and type(text) is str else None
-        if record is not None and record.append(text):
-            if self._fragment_listeners:
-                self._appended(call_id, text)
-            return
+        if record is not None:
+            budget = record.budget - len(text)
+            if budget >= 0:
+                record.budget = budget
+                record.parts.append(text)
+                return
+            if record.budget >= 0 and record.add(text):
+                return
         self._write("delta", call_id, text)
 
     def write_ready(self, call_id: str) -> None:
@@ -310,6 +314,8 @@ class ToolCallStateMachine:
                     self._ignore(_reported(event, kind, call_id, payload), after)
                 else:
                     self._calls[call_id] = after  # type: ignore[assignment]
+                    if self._fragment_listeners:
+                        after.close_lane()  # type: ignore[union-attr]
                     if len(self._calls) >= self._limits.max_calls and self._phase == "open":
                         self._set_phase("full")
                     self._changed(after, None)  # type: ignore[arg-type]

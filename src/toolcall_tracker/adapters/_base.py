@@ -18,8 +18,16 @@ item straight into its machine); :func:`apply_stream` is the synchronous driver.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -331,6 +339,7 @@ def apply_stream(sink: EventSink, items: Iterable[Any], adapter: Adapter[Any]) -
         InvalidEvent: an adapter produced a malformed event (a bug in the adapter).
     """
     _check_adapter(adapter)
+    sink = _machine_of(sink)
     probe = _probe_for(adapter)
     iterator = iter(items)
     if probe is not None:
@@ -357,6 +366,22 @@ def apply_stream(sink: EventSink, items: Iterable[Any], adapter: Adapter[Any]) -
             for event in feed(item):
                 apply(event)
     _finish(adapter, sink, probe)
+
+
+def _machine_of(sink: EventSink) -> EventSink:
+    """Where ``apply_stream`` writes: an open tracker's machine, as ``consume`` does, else
+    ``sink``. (A tracker only adds its closed check to the machine's writes, and nothing
+    can close it while this synchronous loop runs; a closed one refuses the first write.)"""
+    tracker = sys.modules.get(_TRACKER_MODULE)  # (not imported: sink is no tracker)
+    if tracker is not None and type(sink) is tracker.ToolCallTracker:
+        found: Any = sink
+        if not found.closed:
+            machine: EventSink = found.machine
+            return machine
+    return sink
+
+
+_TRACKER_MODULE = __name__.rpartition(".adapters.")[0] + ".tracker"
 
 
 def _write(adapter: Adapter[Any], item: Any, sink: EventSink) -> None:
@@ -401,9 +426,14 @@ def _finish(adapter: Adapter[Any], sink: EventSink, probe: Probe | None) -> None
 
 def _probe_for(adapter: object) -> Probe | None:
     """The wrong-adapter check for a registered adapter (``None`` for others)."""
-    from .._recognise import probe_for  # the registry is read on the first adapt()
+    if not _probe_maker:  # the registry is read on the first adapt()
+        from .._recognise import probe_for
 
-    return probe_for(adapter)
+        _probe_maker.append(probe_for)
+    return _probe_maker[0](adapter)
+
+
+_probe_maker: list[Callable[[object], Probe | None]] = []  # _recognise.probe_for, once loaded
 
 
 def _with_verdict(probe: Probe | None, events: list[AdapterEvent]) -> list[AdapterEvent]:

@@ -47,13 +47,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
+from .._lanes import lanes
 from ..errors import CallFailure
 from ..limits import DEFAULT_LIMITS, Limits
 from ..sink import EventSink
 from ._common import IdMinter, _json_text, _plain, _short, _tool_name, _usable_id, logger
 from ._sinkguard import SinkRaised
+
+if TYPE_CHECKING:
+    from .._reducer import _CallRecord
 
 __all__ = ["RULES", "CallTable", "Record", "Rules", "malformed_event"]
 
@@ -181,6 +185,7 @@ class Record:
         "finished",
         "initial",
         "key",
+        "lane",
         "name",
         "open",
         "server",
@@ -200,6 +205,7 @@ class Record:
         self.copy: list[str] | None = None
         self.size = 0
         self.open = True
+        self.lane: _CallRecord | None = None
 
 
 Failure = Callable[[Record, str, str], CallFailure]
@@ -229,6 +235,7 @@ class CallTable:
         "_early",
         "_failure",
         "_ids",
+        "_lanes",
         "_read",
         "_rules",
         "ended",
@@ -252,6 +259,9 @@ class CallTable:
         self.sink = sink
         self.limits = sink.limits
         self._delta = sink.write_delta
+        self._lanes = lanes(sink)
+        for record in self.records.values():  # the lanes of another sink's records
+            record.lane = None
         self._read = getattr(sink, "args_text", None) if self._rules.reads_text else None
 
     # -- the life cycle ---------------------------------------------------------------
@@ -333,6 +343,9 @@ class CallTable:
         if self._rules.reads_text and self._read is None:
             record.copy = []
         self._write_start(record.call_id, _tool_name(record.name, self.limits.max_name_chars))
+        lanes = self._lanes
+        if lanes is not None:
+            record.lane = lanes.get(record.call_id)
 
     def early(self, key: Any) -> None:
         """Argument text for ``key`` before any call started there: the call that then
@@ -344,14 +357,34 @@ class CallTable:
     def more(self, key: Any, text: Any) -> bool:
         """The fast path: write ``text`` for the open, non-empty call at ``key`` and return
         ``True``; ``False`` (nothing written) for anything else."""
-        record = self.records.get(key)
-        return record is not None and self.more_of(record, text)
+        record = self.records.get(key)  # (more_of's lines, inlined: a call per fragment)
+        if record is None or not record.streaming or type(text) is not str or not text:
+            return False
+        lane = record.lane
+        if lane is not None:
+            budget = lane.budget - len(text)
+            if budget >= 0:
+                lane.budget = budget
+                lane.parts.append(text)
+                return True
+        try:
+            self._delta(record.call_id, text)
+        except Exception as exc:
+            raise SinkRaised(exc) from None
+        return True
 
     def more_of(self, record: Record, text: Any) -> bool:
         """:meth:`more` for a record the adapter routed itself (OpenAI): the one test and
         the one write of the fast path."""
         if not record.streaming or type(text) is not str or not text:
             return False
+        lane = record.lane
+        if lane is not None:  # the machine's record of the call: see _lanes
+            budget = lane.budget - len(text)
+            if budget >= 0:
+                lane.budget = budget
+                lane.parts.append(text)
+                return True
         try:
             self._delta(record.call_id, text)
         except Exception as exc:
