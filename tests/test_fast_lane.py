@@ -1,0 +1,145 @@
+"""The fast lane: an adapter's call table appending into the machine's record directly.
+
+The call table keeps, for each call it starts in a machine, the machine's record of it
+and appends a fragment that fits in the record's lane without ``write_delta``
+(``toolcall_tracker._lanes``). Whatever the stream, the limits and the listeners, that
+must leave the machine exactly as the event models applied one by one to a machine whose
+records have no lane (a fragment listener is subscribed from the start) do, and report the
+same ignored events and fragments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolcall_tracker import (
+    Limits,
+    ToolCallStateMachine,
+    ToolCallTracker,
+    TrackerClosed,
+)
+from toolcall_tracker.adapters import AnthropicAdapter, apply_stream
+from toolcall_tracker.changes import ChangeListener
+
+
+class _Fragments(ChangeListener):
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def args_appended(self, call_id: str, text: str) -> None:
+        self.seen.append((call_id, text))
+
+
+def _start(index: int) -> dict[str, Any]:
+    block = {"type": "tool_use", "id": f"toolu_{index}", "name": "f", "input": {}}
+    return {"type": "content_block_start", "index": index, "content_block": block}
+
+
+def _delta(index: int, text: str) -> dict[str, Any]:
+    delta = {"type": "input_json_delta", "partial_json": text}
+    return {"type": "content_block_delta", "index": index, "delta": delta}
+
+
+_ITEM = st.one_of(
+    st.tuples(st.just("start"), st.integers(0, 3)),
+    st.tuples(st.just("delta"), st.integers(0, 3), st.text('ab{}"1 ', max_size=300)),
+    st.tuples(st.just("stop"), st.integers(0, 3)),
+    st.tuples(st.just("subscribe")),
+)
+
+
+def _items(script: list[tuple[Any, ...]]) -> list[Any]:
+    items: list[Any] = []
+    for step in script:
+        if step[0] == "start":
+            items.append(_start(step[1]))
+        elif step[0] == "delta":
+            items.append(_delta(step[1], step[2]))
+        elif step[0] == "stop":
+            items.append({"type": "content_block_stop", "index": step[1]})
+        else:
+            items.append("subscribe")
+    items.append({"type": "message_delta", "delta": {"stop_reason": "tool_use"}})
+    items.append({"type": "message_stop"})
+    return items
+
+
+def _run(items: list[Any], limits: Limits, lane: bool) -> Any:
+    ignored: list[tuple[str, str]] = []
+    machine = ToolCallStateMachine(
+        limits=limits, on_ignored=lambda event, reason: ignored.append((repr(event), reason))
+    )
+    listener = _Fragments()
+    if not lane:  # a fragment listener from the start: no record of this machine has a lane
+        machine.subscribe(_Fragments(), fragments=True)
+    adapter = AnthropicAdapter()
+    for item in items:
+        if item == "subscribe":
+            machine.subscribe(listener, fragments=True)
+        elif lane:  # the table writes into the machine: its lane
+            adapter.write(item, machine)
+        else:  # the event models, applied one by one, every fragment through the table
+            for event in adapter.feed(item):
+                machine.apply(event)
+    if lane:
+        adapter.finish(machine)
+    else:
+        for event in adapter.end():
+            machine.apply(event)
+    calls = [
+        (call.id, call.status, call.args_text, type(call.error).__name__) for call in machine.list()
+    ]
+    return calls, [reason for _, reason in ignored], listener.seen
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    script=st.lists(_ITEM, max_size=60),
+    max_args=st.integers(min_value=0, max_value=1500),
+)
+def test_the_tables_lane_leaves_the_machine_as_the_events_do(
+    script: list[tuple[Any, ...]], max_args: int
+) -> None:
+    items = _items(script)
+    limits = Limits(max_args_chars=max_args)
+    assert _run(items, limits, lane=True) == _run(items, limits, lane=False)
+
+
+def test_a_long_call_through_the_lane_is_whole() -> None:
+    machine = ToolCallStateMachine()
+    text = '{"q": "' + "x" * 100_000 + '"}'
+    fragments = [text[i : i + 7] for i in range(0, len(text), 7)]
+    items = [_start(0), *(_delta(0, f) for f in fragments)]
+    items += [{"type": "content_block_stop", "index": 0}, {"type": "message_stop"}]
+    apply_stream(machine, items, AnthropicAdapter())
+    call = machine.get("toolu_0")
+    assert call is not None
+    assert call.args_text == text
+    assert call.args == {"q": "x" * 100_000}
+
+
+def test_apply_stream_into_a_closed_tracker_is_refused() -> None:
+    import anyio
+
+    async def closed() -> ToolCallTracker:
+        tracker = ToolCallTracker()
+        await tracker.aclose()
+        return tracker
+
+    tracker = anyio.run(closed)
+    with pytest.raises(TrackerClosed):
+        apply_stream(tracker, [_start(0), _delta(0, "{}")], AnthropicAdapter())
+
+
+def test_apply_stream_into_an_open_tracker_keeps_its_state() -> None:
+    # Written into the tracker's machine, the tracker still sees every change.
+    tracker = ToolCallTracker()
+    items = [_start(0), _delta(0, '{"a": 1}'), {"type": "content_block_stop", "index": 0}]
+    apply_stream(tracker, items, AnthropicAdapter())
+    assert tracker.get("toolu_0") is not None
+    assert tracker.timeline("toolu_0").ready is not None
+    assert tracker.end is not None
