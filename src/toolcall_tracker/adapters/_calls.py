@@ -236,8 +236,10 @@ class CallTable:
         "_failure",
         "_ids",
         "_lanes",
+        "_ready",
         "_read",
         "_rules",
+        "_start",
         "ended",
         "limits",
         "records",
@@ -259,6 +261,8 @@ class CallTable:
         self.sink = sink
         self.limits = sink.limits
         self._delta = sink.write_delta
+        self._start = sink.write_start
+        self._ready = sink.write_ready
         self._lanes = lanes(sink)
         for record in self.records.values():  # the lanes of another sink's records
             record.lane = None
@@ -342,7 +346,10 @@ class CallTable:
         (OpenAI) calls it once it knows the call's name."""
         if self._rules.reads_text and self._read is None:
             record.copy = []
-        self._write_start(record.call_id, _tool_name(record.name, self.limits.max_name_chars))
+        try:
+            self._start(record.call_id, _tool_name(record.name, self.limits.max_name_chars))
+        except Exception as exc:
+            raise SinkRaised(exc) from None
         lanes = self._lanes
         if lanes is not None:
             record.lane = lanes.get(record.call_id)
@@ -444,7 +451,10 @@ class CallTable:
         record.open = record.streaming = False
         if not self._rules.text_after_ready:
             record.copy = None
-        self._write("write_ready", record.call_id)
+        try:
+            self._ready(record.call_id)
+        except Exception as exc:
+            raise SinkRaised(exc) from None
 
     def fail(
         self, record: Record, why: str, event_type: str, error: CallFailure | None = None
@@ -490,9 +500,6 @@ class CallTable:
     def error(self, call_id: str, value: Any) -> None:
         """A call's error value."""
         self._write("write_error", call_id, value)
-
-    def _write_start(self, call_id: str, name: str) -> None:
-        self._write("write_start", call_id, name)
 
     def _write_delta(self, call_id: str, text: str) -> None:
         try:
