@@ -25,11 +25,9 @@ from collections.abc import (
     AsyncIterator,
     Callable,
     Iterable,
-    Iterator,
     Mapping,
 )
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar
 
 from ..events import Delta, End, Error, Ready, Result, Start
 from ..limits import Limits
@@ -207,8 +205,10 @@ class AdaptedStream(Generic[ItemT]):
                 probe = self._probe
                 if self._watching and probe is not None:
                     self._watching = probe.see(item)
-                    with _naming_the_fit(probe, item):
+                    try:
                         pending.extend(self._adapter.feed(item))
+                    except TypeError as exc:
+                        _name_the_fit(probe, exc, item)
                 else:
                     pending.extend(self._adapter.feed(item))
         return pending.popleft()
@@ -395,21 +395,19 @@ def _write(adapter: Adapter[Any], item: Any, sink: EventSink) -> None:
 
 def _write_watched(adapter: Adapter[Any], item: Any, sink: EventSink, probe: Probe) -> None:
     """Write one item of the checked window: a ``TypeError`` names the adapter that fits."""
-    with _naming_the_fit(probe, item):
-        _write(adapter, item, sink)
-
-
-@contextmanager
-def _naming_the_fit(probe: Probe, item: Any) -> Iterator[None]:
-    """An adapter's ``TypeError`` for ``item`` (not an item of its kind at all), re-raised
-    naming the adapter that reads it when the item is recognisably another format's."""
     try:
-        yield
+        _write(adapter, item, sink)
     except TypeError as exc:
-        refused = probe.refused(exc, item)
-        if refused is exc:
-            raise
-        raise refused from exc
+        _name_the_fit(probe, exc, item)
+
+
+def _name_the_fit(probe: Probe, exc: TypeError, item: Any) -> NoReturn:
+    """Raise an adapter's ``TypeError`` for ``item`` (not an item of its kind at all), naming
+    the adapter that reads it when the item is recognisably another format's."""
+    refused = probe.refused(exc, item)
+    if refused is exc:
+        raise exc
+    raise refused from exc
 
 
 def _finish(adapter: Adapter[Any], sink: EventSink, probe: Probe | None) -> None:
