@@ -193,7 +193,11 @@ class ToolCallStateMachine:
         if type(ok) is not bool or not (reason is None or type(reason) is str):
             self.apply({"type": "end", "ok": ok, "reason": reason})  # validates and raises
             return
-        end = construct(End, {"type": "end", "reason": reason, "ok": ok}, {"ok", "reason"})
+        end = _ENDS.get((ok, reason))
+        if end is None:
+            end = construct(End, {"type": "end", "reason": reason, "ok": ok}, {"ok", "reason"})
+            if len(_ENDS) < _MAX_ENDS:  # the common ends are few ("source exhausted"...)
+                _ENDS[ok, reason] = end
         self._route("end", None, end, end)
 
     # -- reading ------------------------------------------------------------------------
@@ -417,6 +421,10 @@ class ToolCallStateMachine:
             self._listener_error = None
             raise error
 
+
+_ENDS: dict[tuple[bool, str | None], End] = {}
+"""``End`` events built by ``write_end``, kept for reuse (they are immutable)."""
+_MAX_ENDS: Final = 256
 
 _TEXT_KINDS: Final = frozenset({"start", "delta"})
 _PAYLOAD_KEY: Final = {

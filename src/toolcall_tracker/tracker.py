@@ -273,7 +273,7 @@ class ToolCallTracker:
         apply = self._machine.apply
         waiting = self._waiting
         async for event in source:
-            if self._waiting.closed:
+            if waiting.closed:
                 return False
             try:
                 apply(event)
@@ -301,7 +301,7 @@ class ToolCallTracker:
                 item = await receive()
             except StopAsyncIteration:
                 break
-            if self._waiting.closed:
+            if waiting.closed:
                 return False
             try:
                 write(item, machine)
