@@ -157,7 +157,7 @@ business, not the machine's.)"""
 
 _COALESCE: Final = 64
 """Fragments (and blocks) joined at a time: bounds a call's memory near its text's size."""
-_LANE: Final = 256
+_LANE: Final = 128
 """Characters a call's fast lane takes between two checks (see ``_CallRecord.append``): at
 most this many fragments are appended before the next coalescing check."""
 _SMALL_TAIL: Final = _COALESCE * 256
