@@ -149,13 +149,16 @@ class AnthropicAdapter(SinkAdapter):
             # an SDK object with plain access. Anything else takes the general path.
             cls = type(item)
             if cls is dict:
-                if item.get("type") == "content_block_delta":
-                    delta = item.get("delta")
-                    if not (
-                        type(delta) is dict
-                        and delta.get("type") == "input_json_delta"
-                        and calls.more(item.get("index"), delta.get("partial_json"))
-                    ):
+                try:  # subscripts, not get(): a missing key takes the general path below
+                    fast = item["type"] == "content_block_delta"
+                    if fast:
+                        delta = item["delta"]
+                        text = delta["partial_json"] if delta["type"] == "input_json_delta" else None
+                        index = item["index"]
+                except (KeyError, TypeError):
+                    fast = False
+                if fast:
+                    if type(delta) is not dict or not calls.more(index, text):
                         self._on_delta(item)
                     return
             elif _IS_MAPPING.get(cls) is False:
