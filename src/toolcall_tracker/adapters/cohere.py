@@ -107,14 +107,14 @@ class CohereAdapter(SinkAdapter):
             if calls.ended:
                 return
             if type(item) is dict and item.get("type") == "tool-call-delta":
-                # The fast path: more text, as the plain dicts of the SSE data lines.
-                delta = item.get("delta")
-                message = delta.get("message") if type(delta) is dict else None
-                tool_call = message.get("tool_calls") if type(message) is dict else None
-                function = tool_call.get("function") if type(tool_call) is dict else None
-                if type(function) is dict and calls.more(
-                    item.get("index"), function.get("arguments")
-                ):
+                # The fast path: more text, as the plain dicts of the SSE data lines (read
+                # with subscripts; a missing key or another shape takes the general path).
+                try:
+                    text = item["delta"]["message"]["tool_calls"]["function"]["arguments"]
+                    fast = calls.more(item["index"], text)
+                except (KeyError, TypeError):
+                    fast = False
+                if fast:
                     return
             kind = _get(item, "type")
             if kind == "tool-call-delta":
