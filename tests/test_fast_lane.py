@@ -143,3 +143,41 @@ def test_apply_stream_into_an_open_tracker_keeps_its_state() -> None:
     assert tracker.get("toolu_0") is not None
     assert tracker.timeline("toolu_0").ready is not None
     assert tracker.end is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    fragments=st.lists(
+        st.one_of(st.none(), st.integers(), st.text("ab{}1 ", max_size=200)), max_size=40
+    ),
+    max_args=st.integers(min_value=0, max_value=1200),
+    subscribe_at=st.none() | st.integers(min_value=0, max_value=40),
+)
+def test_more_and_more_of_are_one_fast_path(
+    fragments: list[Any], max_args: int, subscribe_at: int | None
+) -> None:
+    # ``more`` inlines ``more_of`` (a call less per fragment): both must answer and write
+    # alike, into the lane and through write_delta, past the limit and with a listener.
+    from toolcall_tracker.adapters._calls import RULES, CallTable, malformed_event
+    from toolcall_tracker.adapters.anthropic import AnthropicMalformedEvent
+
+    outcomes = []
+    for route in ("more", "more_of"):
+        machine = ToolCallStateMachine(limits=Limits(max_args_chars=max_args))
+        listener = _Fragments()
+        table = CallTable(RULES["bedrock"], malformed_event(AnthropicMalformedEvent), machine)
+        record = table.start(0, "c", "f", "start")
+        assert record is not None
+        table.append(record, "{", "delta")  # the call's text counts: the fast path is open
+        answers = []
+        for index, text in enumerate(fragments):
+            if index == subscribe_at:
+                machine.subscribe(listener, fragments=True)
+            if route == "more":
+                answers.append(table.more(0, text))
+            else:
+                answers.append(table.more_of(record, text))
+        call = machine.get("c")
+        assert call is not None
+        outcomes.append((answers, call.status, call.args_text, listener.seen))
+    assert outcomes[0] == outcomes[1]
