@@ -48,6 +48,7 @@ logger: Final = logging.getLogger("toolcall_tracker.runner")
 S: Final = RunnerState
 E: Final = RunnerEvent
 _RUNNING: Final = Status.RUNNING
+_STREAMING: Final = RunnerState.STREAMING
 _FINISHED: Final = (Status.DONE, Status.ERROR)
 
 
@@ -75,11 +76,13 @@ class Turn(ChangeListener):
         nonce = resumed.nonce if resumed is not None else None  # (None: made when needed)
         self._desk = ApprovalDesk(policy.signer, nonce, link, tracker)
         self._table = CallTable(listener)
+        self._held = self._table.by_id  # (read by every ``fire``)
         self._slots = TurnSlots(
             policy.capacity,
             policy.options.max_concurrency or math.inf,
             policy.cap,
-            lambda tool: policy.is_sync(policy.tools[tool]),
+            policy.sync_tools.__contains__,
+            policy.free_tools,
         )
         self._timeout_at = math.inf  # the runner's overall timeout (bounds the tools)
         self._deadline_at = math.inf  # run(deadline=): bounds everything, the stream too
@@ -98,30 +101,32 @@ class Turn(ChangeListener):
     async def go(self) -> None:
         tracker, link = self.tracker, self.link
         calls = tracker.ready_calls()
-        now = anyio.current_time()
         timeout = self.policy.options.timeout
-        if timeout is not None:
-            self._timeout_at = now + timeout
-        if self._deadline_seconds is not None:
-            self._deadline_at = now + self._deadline_seconds
+        if timeout is not None or self._deadline_seconds is not None:
+            now = anyio.current_time()
+            if timeout is not None:
+                self._timeout_at = now + timeout
+            if self._deadline_seconds is not None:
+                self._deadline_at = now + self._deadline_seconds
         if link is not None:
             link.open(self)
         tracker.subscribe(self)
         if self.spans is not None:
             tracker.subscribe(self.spans)
-        self._token = anyio.lowlevel.current_token().native_token
         unregister = None
         try:
-            with anyio.CancelScope(deadline=min(self._timeout_at, self._deadline_at)) as scope:
-                self._scope = scope
-                async with anyio.create_task_group() as tg:
-                    self._tg = tg
-                    # Closing the tracker reaches every call held, with no task watching.
-                    unregister = tracker.on_close(self._closed)
-                    async for call in calls:
-                        self._ready(call)
-                    self._turn_ended()
-                    await self._until_settled()
+            # The task group's own cancel scope is the run's: its deadline is the overall
+            # timeout or deadline (one scope per turn, not two).
+            async with anyio.create_task_group() as tg:
+                scope = self._scope = tg.cancel_scope
+                scope.deadline = min(self._timeout_at, self._deadline_at)
+                self._tg = tg
+                # Closing the tracker reaches every call held, with no task watching.
+                unregister = tracker.on_close(self._closed)
+                async for call in calls:
+                    self._ready(call)
+                self._turn_ended()
+                await self._until_settled()
             if scope.cancelled_caught:  # the overall timeout or deadline expired
                 self._expired()
                 if anyio.current_time() < self._deadline_at:  # the timeout: tools only
@@ -184,9 +189,10 @@ class Turn(ChangeListener):
 
     def fire(self, item: Entry, event: RunnerEvent, payload: Any = None) -> bool:
         """Apply ``event`` to ``item`` through ``TRANSITIONS``; ``False`` if ignored."""
-        if not self._table.holds(item) and item.state is not S.STREAMING:
+        state = item.state
+        if state is not _STREAMING and self._held.get(item.call.id) is not item:
             return False  # it left the table
-        cell = _CELLS[item.state][event]
+        cell = _CELLS[state][event]
         if cell is None:
             return False
         take, targets = cell
@@ -389,7 +395,13 @@ class Turn(ChangeListener):
 
     def _enqueue(self, item: Entry) -> None:
         assert item.spec is not None
-        self._slots.queue.push(item.spec.name, item.call.id)
+        name, scope = item.spec.name, self._scope
+        live = self._tg is not None and scope is not None and not scope.cancel_called
+        if live and self._slots.take_now(name):  # nobody queued: it would be granted first
+            item.slot = True
+            self.fire(item, E.SLOT_GRANTED)
+            return
+        self._slots.queue.push(name, item.call.id)
         self._dispatch()
 
     def _dispatch(self) -> None:
@@ -408,6 +420,8 @@ class Turn(ChangeListener):
                 continue
             item.slot = True
             self.fire(item, E.SLOT_GRANTED)
+        if slots.queue and self._token is None:  # (needed only to be woken from threads)
+            self._token = anyio.lowlevel.current_token().native_token
         slots.listen(self._tg is not None, self._token, self._dispatch)
 
     def _release(self, item: Entry) -> None:
