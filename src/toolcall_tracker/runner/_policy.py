@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..tools import Tool
 from ._pending import _Signer
-from ._slots import Capacity
+from ._slots import Capacity, TurnSlots
 
 if TYPE_CHECKING:
     from ._otel import Tracing
@@ -81,6 +81,16 @@ class RunPolicy:
             name
             for name, spec in tools.items()
             if spec.max_concurrency is None and name not in self.sync_tools
+        )
+
+    def turn_slots(self) -> TurnSlots:
+        """A new turn's slots, drawing from this runner's capacity."""
+        return TurnSlots(
+            self.capacity,
+            self.options.max_concurrency or math.inf,
+            self.cap,
+            self.sync_tools.__contains__,
+            self.free_tools,
         )
 
     def eager(self, spec: Tool[..., Any]) -> bool:

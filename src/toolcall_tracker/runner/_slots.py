@@ -172,9 +172,12 @@ class TurnSlots:
             return True
         return self._capacity.can_take(tool, self._cap(tool), self._sync(tool))
 
-    def take_now(self, tool: str) -> bool:
+    def take_now(self, tool: str, live: bool, scope: Any) -> bool:
         """Take a slot at once for a call of a ``free`` tool when nobody is queued (the
-        oldest queued call would be this one): what :meth:`grant` would give it."""
+        oldest queued call would be this one): what :meth:`grant` would give it, if the
+        turn is ``live`` and its ``scope`` not cancelled (as the turn's dispatch checks)."""
+        if not live or scope is None or scope.cancel_called:
+            return False
         if self._free > 0 and tool in self._free_tools and not self.queue:
             self._free -= 1
             return True

@@ -36,7 +36,6 @@ from ._invoke import describe
 from ._pending import PendingApproval
 from ._policy import RunPolicy
 from ._ports import Link
-from ._slots import TurnSlots
 from ._start import Entry, run_tool
 from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState, resolved
 
@@ -77,13 +76,7 @@ class Turn(ChangeListener):
         self._desk = ApprovalDesk(policy.signer, nonce, link, tracker)
         self._table = CallTable(listener)
         self._held = self._table.by_id  # (read by every ``fire``)
-        self._slots = TurnSlots(
-            policy.capacity,
-            policy.options.max_concurrency or math.inf,
-            policy.cap,
-            policy.sync_tools.__contains__,
-            policy.free_tools,
-        )
+        self._slots = policy.turn_slots()
         self._timeout_at = math.inf  # the runner's overall timeout (bounds the tools)
         self._deadline_at = math.inf  # run(deadline=): bounds everything, the stream too
         self._deadline_seconds = deadline
@@ -101,24 +94,22 @@ class Turn(ChangeListener):
     async def go(self) -> None:
         tracker, link = self.tracker, self.link
         calls = tracker.ready_calls()
+        now = anyio.current_time()
         timeout = self.policy.options.timeout
-        if timeout is not None or self._deadline_seconds is not None:
-            now = anyio.current_time()
-            if timeout is not None:
-                self._timeout_at = now + timeout
-            if self._deadline_seconds is not None:
-                self._deadline_at = now + self._deadline_seconds
+        if timeout is not None:
+            self._timeout_at = now + timeout
+        if self._deadline_seconds is not None:
+            self._deadline_at = now + self._deadline_seconds
         if link is not None:
             link.open(self)
         tracker.subscribe(self)
         if self.spans is not None:
             tracker.subscribe(self.spans)
+        self._token = anyio.lowlevel.current_token().native_token
         unregister = None
         try:
-            # The task group's own cancel scope is the run's: its deadline is the overall
-            # timeout or deadline (one scope per turn, not two).
             async with anyio.create_task_group() as tg:
-                scope = self._scope = tg.cancel_scope
+                scope = self._scope = tg.cancel_scope  # the run's (one scope per turn)
                 scope.deadline = min(self._timeout_at, self._deadline_at)
                 self._tg = tg
                 # Closing the tracker reaches every call held, with no task watching.
@@ -303,8 +294,8 @@ class Turn(ChangeListener):
         self._enqueue(item)
 
     def _step_claim(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
-        assert self._tg is not None
-        item.scope = anyio.CancelScope()
+        assert self._tg is not None  # (the backend's scope class: no look-up, one __init__)
+        item.scope = type(self._tg.cancel_scope)()
         self._move(item, S.CLAIMING, event, targets)
         self._tg.start_soon(run_tool, self, item, name=f"tool {item.call.name} ({item.call.id})")
 
@@ -395,14 +386,12 @@ class Turn(ChangeListener):
 
     def _enqueue(self, item: Entry) -> None:
         assert item.spec is not None
-        name, scope = item.spec.name, self._scope
-        live = self._tg is not None and scope is not None and not scope.cancel_called
-        if live and self._slots.take_now(name):  # nobody queued: it would be granted first
-            item.slot = True
+        if self._slots.take_now(item.spec.name, self._tg is not None, self._scope):
+            item.slot = True  # nobody queued: it is what _dispatch would grant it
             self.fire(item, E.SLOT_GRANTED)
-            return
-        self._slots.queue.push(name, item.call.id)
-        self._dispatch()
+        else:
+            self._slots.queue.push(item.spec.name, item.call.id)
+            self._dispatch()
 
     def _dispatch(self) -> None:
         """Give free slots to the oldest queued calls whose tool may start (ready order
@@ -420,8 +409,6 @@ class Turn(ChangeListener):
                 continue
             item.slot = True
             self.fire(item, E.SLOT_GRANTED)
-        if slots.queue and self._token is None:  # (needed only to be woken from threads)
-            self._token = anyio.lowlevel.current_token().native_token
         slots.listen(self._tg is not None, self._token, self._dispatch)
 
     def _release(self, item: Entry) -> None:
