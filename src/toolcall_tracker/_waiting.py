@@ -11,6 +11,7 @@ loop, so a waiter can never miss a change.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 import weakref
@@ -40,12 +41,25 @@ nobody waits, :data:`IDLE_READY_CHECKPOINTS` times (at most once per
 
 A woken task needs event-loop iterations of its own before a tool's first line runs: the
 ``ready_calls()`` iterator resumes, ``start_soon`` schedules the tool's task, and that task
-runs (trio may run the tasks of one batch in either order). Three checkpoints cover the
+runs (trio may run the tasks of one batch in either order). Three checkpoints (two on asyncio:
+:func:`checkpoints_to_skip`) cover the
 documented ``ready_calls()`` + ``start_soon`` pattern and
 :class:`~toolcall_tracker.runner.ToolRunner` on both backends, so an eager tool starts
 before ``consume`` reads the next item even from a source that never blocks
 (tests/test_bursts.py proves it by ordering).
 """
+
+
+def checkpoints_to_skip() -> int:
+    """How many of those yields ``consume`` leaves out on the running event loop: one on
+    asyncio, which runs the tasks that became ready in the order they did (the woken
+    iterator, then the tool's task it started, then ``consume``), so two yields cover
+    what three cover on trio; none on trio. Read once per ``consume``."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # trio
+        return 0
+    return 1
 
 
 IDLE_READY_INTERVAL: Final = 0.001

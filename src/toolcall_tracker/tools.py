@@ -122,6 +122,7 @@ class Tool(Generic[_P, _R]):
         "_context",
         "_description",
         "_eager",
+        "_fields",
         "_function",
         "_idempotent",
         "_is_async",
@@ -129,7 +130,6 @@ class Tool(Generic[_P, _R]):
         "_max_concurrency",
         "_name",
         "_needs_approval",
-        "_parameters",
         "_positional",
         "_schema",
         "_timeout",
@@ -177,7 +177,7 @@ class Tool(Generic[_P, _R]):
         )
         self._context = context
         self._arguments = model
-        self._parameters = parameters
+        self._fields = tuple((name, f"p{index}") for index, name in enumerate(parameters))
         self._positional = positional
         self._var_keyword = var_keyword
         self._schema = _json_schema(model)
@@ -275,8 +275,8 @@ class Tool(Generic[_P, _R]):
         values = validated.__dict__
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
-        for index, parameter in enumerate(self._parameters):
-            value = values[f"p{index}"]
+        for index, (parameter, field) in enumerate(self._fields):
+            value = values[field]
             if index < self._positional:
                 args.append(value)
             else:

@@ -43,6 +43,7 @@ from ._waiting import (
     ReadyCalls,
     Relay,
     Waiting,
+    checkpoints_to_skip,
     timeline_of,
 )
 from .calls import Status, ToolCall
@@ -216,7 +217,8 @@ class ToolCallTracker:
         reason="source exhausted")``) unless the source sent its own ``end``. After each
         item that wakes a waiting task it yields to the event loop :data:`READY_CHECKPOINTS`
         (3) times, after one that makes a call ready while nobody waits twice (at most once
-        a millisecond: the first such item always), and after no other item: enough for
+        a millisecond: the first such item always), one time fewer each on asyncio (which
+        runs ready tasks in order), and after no other item: enough for
         a tool started through ``ready_calls()`` + ``start_soon`` or by
         :class:`~toolcall_tracker.runner.ToolRunner` to run its first line before the next
         item is read, on asyncio and trio, even if the source never blocks (a burst of
@@ -272,6 +274,7 @@ class ToolCallTracker:
         """Apply a source of events; ``False`` if the tracker closed first."""
         apply = self._machine.apply
         waiting = self._waiting
+        skip = checkpoints_to_skip()  # (one fewer yield on asyncio)
         async for event in source:
             if waiting.closed:
                 return False
@@ -286,7 +289,7 @@ class ToolCallTracker:
                 self._machine.ignore(event, IgnoreReason.INVALID_EVENT)
                 continue
             if waiting.woke:  # a task can run now: let it start (see READY_CHECKPOINTS)
-                times, waiting.woke = waiting.woke, 0
+                times, waiting.woke = waiting.woke - skip, 0
                 for _ in range(times):
                     await anyio.lowlevel.checkpoint()
         return not self._waiting.closed
@@ -296,6 +299,7 @@ class ToolCallTracker:
         machine = self._machine
         waiting = self._waiting
         receive, write = source.receive, source.write
+        skip = checkpoints_to_skip()  # (one fewer yield on asyncio)
         while True:
             try:
                 item = await receive()
@@ -311,7 +315,7 @@ class ToolCallTracker:
                 machine.ignore(exc.event, IgnoreReason.INVALID_EVENT)
                 continue
             if waiting.woke:  # a task can run now: let it start (see READY_CHECKPOINTS)
-                times, waiting.woke = waiting.woke, 0
+                times, waiting.woke = waiting.woke - skip, 0
                 for _ in range(times):
                     await anyio.lowlevel.checkpoint()
         if self._waiting.closed:

@@ -10,7 +10,6 @@ for calls the runner does not hold, from the tracker's live status.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable
 from typing import Final
 
@@ -22,29 +21,30 @@ from ._table import TERMINAL, RunnerEvent, RunnerListener, RunnerState
 logger: Final = logging.getLogger("toolcall_tracker.runner")
 
 S: Final = RunnerState
+_STREAMING: Final = S.STREAMING
 
 
 class CallTable:
     """The calls of one turn, by id, each in a :class:`RunnerState`."""
 
-    __slots__ = ("_calls", "_listener", "count")
+    __slots__ = ("_listener", "by_id", "count")
 
     def __init__(self, listener: RunnerListener | None) -> None:
-        self._calls: dict[str, Entry] = {}
+        self.by_id: dict[str, Entry] = {}
         self._listener = listener
-        self.count: Counter[RunnerState] = Counter()
+        self.count: dict[RunnerState, int] = dict.fromkeys(RunnerState, 0)
 
     def get(self, call_id: str) -> Entry | None:
-        return self._calls.get(call_id)
+        return self.by_id.get(call_id)
 
     def holds(self, item: Entry) -> bool:
-        return self._calls.get(item.call.id) is item
+        return self.by_id.get(item.call.id) is item
 
     def items(self) -> list[Entry]:
-        return list(self._calls.values())
+        return list(self.by_id.values())
 
     def __len__(self) -> int:
-        return len(self._calls)
+        return len(self.by_id)
 
     def move(
         self,
@@ -60,24 +60,26 @@ class CallTable:
         before = item.state
         call_id = item.call.id
         item.state = after
-        if before is not S.STREAMING:
-            self.count[before] -= 1
+        count, calls = self.count, self.by_id
+        if before is not _STREAMING:
+            count[before] -= 1
         if after in TERMINAL:
-            if self._calls.get(call_id) is item:
-                del self._calls[call_id]
+            if calls.get(call_id) is item:
+                del calls[call_id]
         else:
-            self._calls[call_id] = item
-            self.count[after] += 1
+            calls[call_id] = item
+            count[after] += 1
         on_move(item, before)
-        if self._listener is not None and before is not after:
+        listener = self._listener
+        if listener is not None and before is not after:
             try:
-                self._listener.transition(call_id, before, after, event)
+                listener.transition(call_id, before, after, event)
             except Exception:
                 logger.warning("a runner listener raised for call %r", call_id, exc_info=True)
 
     def state(self, tracker: ToolCallTracker, call_id: str) -> RunnerState | None:
         """The call's runner state: from the table, else from the tracker's live state."""
-        item = self._calls.get(call_id)
+        item = self.by_id.get(call_id)
         if item is not None:
             return item.state
         status = tracker.status(call_id)

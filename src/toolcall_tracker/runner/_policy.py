@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..tools import Tool
 from ._pending import _Signer
-from ._slots import Capacity
+from ._slots import Capacity, TurnSlots
 
 if TYPE_CHECKING:
     from ._otel import Tracing
@@ -59,7 +59,7 @@ class ToolOptions:
 class RunPolicy:
     """What every turn of one runner reads (built once per runner)."""
 
-    __slots__ = ("capacity", "options", "signer", "tools", "tracing")
+    __slots__ = ("capacity", "free_tools", "options", "signer", "sync_tools", "tools", "tracing")
 
     def __init__(
         self,
@@ -73,6 +73,25 @@ class RunPolicy:
         self.signer = signer  # signs (and checks) the pending approvals
         self.tracing = tracing
         self.capacity = Capacity(options.max_threads)
+        # Resolved once here, not per call: the names of the sync tools (they take a thread)
+        # and of the tools that draw nothing from the runner-wide capacity (no cap of their
+        # own, not sync: nothing to count, lock or wake for).
+        self.sync_tools = frozenset(name for name, spec in tools.items() if self.is_sync(spec))
+        self.free_tools = frozenset(
+            name
+            for name, spec in tools.items()
+            if spec.max_concurrency is None and name not in self.sync_tools
+        )
+
+    def turn_slots(self) -> TurnSlots:
+        """A new turn's slots, drawing from this runner's capacity."""
+        return TurnSlots(
+            self.capacity,
+            self.options.max_concurrency or math.inf,
+            self.cap,
+            self.sync_tools.__contains__,
+            self.free_tools,
+        )
 
     def eager(self, spec: Tool[..., Any]) -> bool:
         return self.options.eager if spec.eager is None else spec.eager

@@ -144,9 +144,12 @@ def call_soon(native_token: Any, function: Callable[[], None]) -> None:
 
 
 class TurnSlots:
-    """A turn's slots: its queue, its own ``max_concurrency``, its runner's capacity."""
+    """A turn's slots: its queue, its own ``max_concurrency``, its runner's capacity.
 
-    __slots__ = ("_cap", "_capacity", "_free", "_listening", "_sync", "queue")
+    ``free``: the tools that draw nothing from the runner's capacity (no cap, not sync);
+    their slots are the turn's own only, so no lock is taken for them."""
+
+    __slots__ = ("_cap", "_capacity", "_free", "_free_tools", "_listening", "_sync", "queue")
 
     def __init__(
         self,
@@ -154,16 +157,31 @@ class TurnSlots:
         max_concurrency: float,
         cap: Callable[[str], float],
         sync: Callable[[str], bool],
+        free: frozenset[str] = frozenset(),
     ) -> None:
         self.queue = RunQueue()
         self._capacity = capacity
         self._free = max_concurrency
         self._cap = cap
         self._sync = sync
+        self._free_tools = free
         self._listening = False
 
     def _may_take(self, tool: str) -> bool:
+        if tool in self._free_tools:
+            return True
         return self._capacity.can_take(tool, self._cap(tool), self._sync(tool))
+
+    def take_now(self, tool: str, live: bool, scope: Any) -> bool:
+        """Take a slot at once for a call of a ``free`` tool when nobody is queued (the
+        oldest queued call would be this one): what :meth:`grant` would give it, if the
+        turn is ``live`` and its ``scope`` not cancelled (as the turn's dispatch checks)."""
+        if not live or scope is None or scope.cancel_called:
+            return False
+        if self._free > 0 and tool in self._free_tools and not self.queue:
+            self._free -= 1
+            return True
+        return False
 
     def grant(self) -> tuple[str, str] | None:
         """Take a slot for the oldest queued call that may start: ``(tool, call_id)``, or
@@ -176,7 +194,9 @@ class TurnSlots:
         if tool is None:
             return None
         call_id = queue.take(tool)
-        if not self._capacity.take(tool, self._cap(tool), self._sync(tool)):
+        if tool not in self._free_tools and not self._capacity.take(
+            tool, self._cap(tool), self._sync(tool)
+        ):
             queue.push_front(tool, call_id)  # pragma: no cover (another event loop took it)
             return None
         self._free -= 1
@@ -197,5 +217,5 @@ class TurnSlots:
         """A granted call's tool stopped (``runner_wide=False``: its thread gave the
         runner's capacity back already)."""
         self._free += 1
-        if runner_wide:
+        if runner_wide and tool not in self._free_tools:
             self._capacity.release(tool, self._sync(tool))

@@ -94,7 +94,7 @@ async def run_tool(turn: Turn, item: Entry) -> None:
             await anyio.lowlevel.checkpoint_if_cancelled()  # a stopped run starts nothing
             if not await _claim(turn, item):
                 return
-            if policy.is_sync(spec):
+            if spec.name in policy.sync_tools:
                 item.job = ThreadJob()
             publish = _progress(turn, item)
             context, kwargs = _with_context(turn, item, publish)

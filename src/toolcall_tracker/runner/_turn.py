@@ -36,7 +36,6 @@ from ._invoke import describe
 from ._pending import PendingApproval
 from ._policy import RunPolicy
 from ._ports import Link
-from ._slots import TurnSlots
 from ._start import Entry, run_tool
 from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState, resolved
 
@@ -48,6 +47,7 @@ logger: Final = logging.getLogger("toolcall_tracker.runner")
 S: Final = RunnerState
 E: Final = RunnerEvent
 _RUNNING: Final = Status.RUNNING
+_STREAMING: Final = RunnerState.STREAMING
 _FINISHED: Final = (Status.DONE, Status.ERROR)
 
 
@@ -75,12 +75,8 @@ class Turn(ChangeListener):
         nonce = resumed.nonce if resumed is not None else None  # (None: made when needed)
         self._desk = ApprovalDesk(policy.signer, nonce, link, tracker)
         self._table = CallTable(listener)
-        self._slots = TurnSlots(
-            policy.capacity,
-            policy.options.max_concurrency or math.inf,
-            policy.cap,
-            lambda tool: policy.is_sync(policy.tools[tool]),
-        )
+        self._held = self._table.by_id  # (read by every ``fire``)
+        self._slots = policy.turn_slots()
         self._timeout_at = math.inf  # the runner's overall timeout (bounds the tools)
         self._deadline_at = math.inf  # run(deadline=): bounds everything, the stream too
         self._deadline_seconds = deadline
@@ -112,16 +108,16 @@ class Turn(ChangeListener):
         self._token = anyio.lowlevel.current_token().native_token
         unregister = None
         try:
-            with anyio.CancelScope(deadline=min(self._timeout_at, self._deadline_at)) as scope:
-                self._scope = scope
-                async with anyio.create_task_group() as tg:
-                    self._tg = tg
-                    # Closing the tracker reaches every call held, with no task watching.
-                    unregister = tracker.on_close(self._closed)
-                    async for call in calls:
-                        self._ready(call)
-                    self._turn_ended()
-                    await self._until_settled()
+            async with anyio.create_task_group() as tg:
+                scope = self._scope = tg.cancel_scope  # the run's (one scope per turn)
+                scope.deadline = min(self._timeout_at, self._deadline_at)
+                self._tg = tg
+                # Closing the tracker reaches every call held, with no task watching.
+                unregister = tracker.on_close(self._closed)
+                async for call in calls:
+                    self._ready(call)
+                self._turn_ended()
+                await self._until_settled()
             if scope.cancelled_caught:  # the overall timeout or deadline expired
                 self._expired()
                 if anyio.current_time() < self._deadline_at:  # the timeout: tools only
@@ -184,9 +180,10 @@ class Turn(ChangeListener):
 
     def fire(self, item: Entry, event: RunnerEvent, payload: Any = None) -> bool:
         """Apply ``event`` to ``item`` through ``TRANSITIONS``; ``False`` if ignored."""
-        if not self._table.holds(item) and item.state is not S.STREAMING:
+        state = item.state
+        if state is not _STREAMING and self._held.get(item.call.id) is not item:
             return False  # it left the table
-        cell = _CELLS[item.state][event]
+        cell = _CELLS[state][event]
         if cell is None:
             return False
         take, targets = cell
@@ -297,8 +294,8 @@ class Turn(ChangeListener):
         self._enqueue(item)
 
     def _step_claim(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
-        assert self._tg is not None
-        item.scope = anyio.CancelScope()
+        assert self._tg is not None  # (the backend's scope class: no look-up, one __init__)
+        item.scope = type(self._tg.cancel_scope)()
         self._move(item, S.CLAIMING, event, targets)
         self._tg.start_soon(run_tool, self, item, name=f"tool {item.call.name} ({item.call.id})")
 
@@ -389,8 +386,12 @@ class Turn(ChangeListener):
 
     def _enqueue(self, item: Entry) -> None:
         assert item.spec is not None
-        self._slots.queue.push(item.spec.name, item.call.id)
-        self._dispatch()
+        if self._slots.take_now(item.spec.name, self._tg is not None, self._scope):
+            item.slot = True  # nobody queued: it is what _dispatch would grant it
+            self.fire(item, E.SLOT_GRANTED)
+        else:
+            self._slots.queue.push(item.spec.name, item.call.id)
+            self._dispatch()
 
     def _dispatch(self) -> None:
         """Give free slots to the oldest queued calls whose tool may start (ready order
