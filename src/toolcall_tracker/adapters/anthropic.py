@@ -153,7 +153,9 @@ class AnthropicAdapter(SinkAdapter):
                     fast = item["type"] == "content_block_delta"
                     if fast:
                         delta = item["delta"]
-                        text = delta["partial_json"] if delta["type"] == "input_json_delta" else None
+                        text = (
+                            delta["partial_json"] if delta["type"] == "input_json_delta" else None
+                        )
                         index = item["index"]
                 except (KeyError, TypeError):
                     fast = False
