@@ -295,3 +295,16 @@ def test_any_items_record_within_the_cap_and_read_back(
     wire = [wire_json(item) for item in items]
     assert loaded.items == wire[: len(loaded.items)]
     assert loaded.truncated is (len(loaded.items) < len(items))
+
+
+@pytest.mark.parametrize("cap", range(256, 1400, 7))
+def test_the_truncated_line_fits_when_the_count_and_the_time_grow(cap: int, tmp_path: Path) -> None:
+    # The room kept for the last line must allow for a later, longer ``t`` and for the
+    # item count gaining a digit (9 -> 10): found by hypothesis as a file 1 byte over.
+    times = iter([0.0, *(0.5 + k * 1234.567891 for k in range(200))])
+    items = [{"k": "x" * 40} for _ in range(30)]
+    target = tmp_path / "grow.jsonl"
+    assert list(record(items, target, max_bytes=cap, clock=lambda: next(times))) == items
+    assert target.stat().st_size <= cap
+    loaded = load_recording(target)
+    assert loaded.items == items[: len(loaded.items)]

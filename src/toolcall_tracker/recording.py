@@ -197,10 +197,16 @@ class _Writer:
             data = _redact(data, path)
         line = _line({"t": t, "item": data})
         size = len(line.encode("utf-8"))
-        end = _line({"truncated": True, "t": t, "items": self._count, "max_bytes": self._max})
-        if self._size + size + len(end.encode("utf-8")) > self._max:
+        # Room is kept for the ``truncated`` line as a later item would write it: with one
+        # more item counted and a later ``t`` (_LATEST_T: as long as any ``t`` is written).
+        room = _line(
+            {"truncated": True, "t": _LATEST_T, "items": self._count + 1, "max_bytes": self._max}
+        )
+        if self._size + size + len(room) > self._max:
             self._full = True
-            self._emit(end)
+            self._emit(
+                _line({"truncated": True, "t": t, "items": self._count, "max_bytes": self._max})
+            )
             return
         self._emit(line)
         self._size += size
@@ -229,6 +235,11 @@ class _Writer:
             file.close()
         else:
             file.flush()
+
+
+_LATEST_T: Final = 999_999_999.999999
+"""A ``t`` whose JSON is at least as long as any a recording writes (under 31 years, six
+decimals): what the room kept for the ``truncated`` line is measured with."""
 
 
 def wire_json(item: Any) -> Any:
