@@ -19,6 +19,7 @@ provider item at a time and writes the events it implies straight into the machi
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, Protocol, runtime_checkable
 
 from ._support import construct
@@ -155,8 +156,10 @@ class ItemSource(Protocol):
     and ``await source.aclose()`` if it stops early. ``adapters.adapt(...)`` returns one.
     """
 
-    async def receive(self) -> Any:
-        """The next provider item; raises ``StopAsyncIteration`` when there is none."""
+    def receive(self) -> Awaitable[Any]:
+        """An awaitable of the next provider item, which raises ``StopAsyncIteration`` when
+        there is none (an ``async def receive`` is one; ``adapt()``'s returns the source's
+        own ``__anext__`` awaitable, with no coroutine of its own per item)."""
         ...
 
     def write(self, item: Any, sink: EventSink) -> None:

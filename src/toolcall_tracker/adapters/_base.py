@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
+    Awaitable,
     Callable,
     Iterable,
     Mapping,
@@ -213,12 +214,14 @@ class AdaptedStream(Generic[ItemT]):
                     pending.extend(self._adapter.feed(item))
         return pending.popleft()
 
-    async def receive(self) -> ItemT:
-        """The next provider item of the source; ``StopAsyncIteration`` at its end."""
+    def receive(self) -> Awaitable[ItemT]:
+        """The next provider item of the source (``await stream.receive()``); it raises
+        ``StopAsyncIteration`` at the source's end. (The source's own ``anext`` awaitable:
+        no coroutine of ours per item.)"""
         iterator = self._source_iter
         if iterator is None:
             iterator = self._source_iter = aiter(self._source)
-        return await anext(iterator)
+        return anext(iterator)
 
     def write(self, item: ItemT, sink: EventSink) -> None:
         """Write the events ``item`` implies into ``sink``, through the adapter."""
