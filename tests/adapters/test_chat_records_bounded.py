@@ -48,7 +48,7 @@ def _kept(adapter: OpenAIChatAdapter) -> int:
         len(state.calls) + len(state.by_id) + len(state.by_index)
         for state in adapter._choices.values()
     )
-    return live + len(routes._retired)
+    return live + len(routes.retired)
 
 
 # Live calls (tracked or waiting for a name) and their routes, plus the retired routes.

@@ -76,13 +76,15 @@ class _Choice:
 class _Routes:
     """Every choice's live records and the retired routes (see the module doc)."""
 
-    __slots__ = ("_busy", "_live", "_prune_at", "_retired", "_size", "_skipped")
+    __slots__ = ("_busy", "_cap", "_limits", "_live", "_prune_at", "_size", "_skipped", "retired")
 
     def __init__(self) -> None:
         self._busy: dict[int, _Choice] = {}  # the choices that hold records or routes
-        self._retired: dict[tuple[int, int | str], _Call] = {}  # oldest first
+        self.retired: dict[tuple[int, int | str], _Call] = {}  # oldest first
         self._size = 0  # calls and routes added since the last prune, plus what it left
-        self._prune_at = 0  # 0: computed from the limits at the first call
+        self._prune_at = 0  # computed from the limits at the first call
+        self._cap = 0  # the most live calls (see _room)
+        self._limits: Limits | None = None
         self._skipped = 0  # calls not kept live since the last prune that kept them out
         self._live = 0  # the live calls of every choice
 
@@ -91,8 +93,8 @@ class _Routes:
     def by_id(self, state: _Choice, call_id: str) -> _Call | None:
         """The call of ``state`` with server id ``call_id``, live or retired."""
         call = state.by_id.get(call_id)
-        if call is None and self._retired:
-            call = self._retired.get((state.index, call_id))
+        if call is None and self.retired:
+            call = self.retired.get((state.index, call_id))
             if call is not None and call.retired:
                 self.revive(state, call)
         return call
@@ -100,8 +102,8 @@ class _Routes:
     def at(self, state: _Choice, index: int) -> _Call | None:
         """The call of ``state`` at ``index``, live or retired."""
         call = state.by_index.get(index)
-        if call is None and self._retired:
-            call = self._retired.get((state.index, index))
+        if call is None and self.retired:
+            call = self.retired.get((state.index, index))
             if call is not None and call.retired:
                 self.revive(state, call)
         return call
@@ -112,7 +114,7 @@ class _Routes:
             self._retire((state.index, call_id), call)
         else:
             state.by_id[call_id] = call
-            self._grew(state)
+            self._size += 1  # (a live call's choice is busy already)
 
     def route_index(self, state: _Choice, index: int, call: _Call) -> None:
         if call.retired:  # (the fast path reads the live routes: live calls only)
@@ -120,10 +122,10 @@ class _Routes:
             self._retire((state.index, index), call)
         elif state.by_index.get(index) is not call:
             state.by_index[index] = call
-            self._grew(state)
+            self._size += 1
 
     def _retire(self, key: tuple[int, int | str], call: _Call) -> None:
-        retired = self._retired
+        retired = self.retired
         retired.pop(key, None)  # re-inserted: the newest
         retired[key] = call
 
@@ -148,49 +150,57 @@ class _Routes:
         if status == _HELD and not state.early:
             _Emitter._resume(call)
 
-    def _grew(self, state: _Choice) -> None:
-        self._size += 1
-        self._busy[state.index] = state
-
     # -- calls ------------------------------------------------------------------------
 
     def add(self, state: _Choice, call: _Call, sink: EventSink, limits: Limits) -> None:
         """Count a new call of ``state`` and keep it live if there is room (see the module
         doc); prune first when the records kept call for it."""
-        bound = 4 * max(limits.max_calls, 1)
-        if not self._prune_at:
-            self._prune_at = bound
         state.count += 1
-        if self._size >= self._prune_at or (self._live >= bound and not self._skipped):
-            self._prune(sink, limits)
-        if self._live >= bound:  # only a sink that cannot be asked, full of open calls
-            call.retired = True
-            # Pruning again at once would find nothing more: try after a quarter bound.
-            self._skipped = (self._skipped + 1) % max(bound // 4, 1)
-            _logger.debug(
-                "tool call %r: %d open calls kept already; its choice's finish_reason will "
-                "not make it ready",
-                call.call_id,
-                bound,
-            )
+        if (
+            self._size >= self._prune_at or self._live >= self._cap or limits is not self._limits
+        ) and not self._room(call, sink, limits):
             return
-        self._skipped = 0
         state.calls.append(call)
         self._live += 1
-        self._grew(state)
+        self._size += 1
+        self._busy[state.index] = state
+
+    def _room(self, call: _Call, sink: EventSink, limits: Limits) -> bool:
+        """Prune if due; whether ``call`` may be kept live."""
+        bound = 4 * max(limits.max_calls, 1)
+        if limits is not self._limits:  # the first call, or a sink with other limits
+            self._limits = limits
+            self._cap = bound
+            self._prune_at = bound
+        if self._size >= self._prune_at or (self._live >= bound and not self._skipped):
+            self._prune(sink, limits)
+        if self._live < bound:
+            self._skipped = 0
+            return True
+        # Only a sink that cannot be asked, full of open calls; pruning again at once would
+        # find nothing more: try after a quarter bound.
+        call.retired = True
+        self._skipped = (self._skipped + 1) % max(bound // 4, 1)
+        _logger.debug(
+            "tool call %r: %d open calls kept already; its choice's finish_reason will not "
+            "make it ready",
+            call.call_id,
+            bound,
+        )
+        return False
 
     def kept(self) -> int:
         """How many records and routes are kept (for tests)."""
         return sum(
             len(state.calls) + len(state.by_id) + len(state.by_index)
             for state in self._busy.values()
-        ) + len(self._retired)
+        ) + len(self.retired)
 
     def _prune(self, sink: EventSink, limits: Limits) -> None:
         """Drop the records no event can change in the sink, and retire their routes."""
         ask = getattr(sink, "status", None)
         bound = 4 * max(limits.max_calls, 1)
-        retired = self._retired
+        retired = self.retired
         size = live = 0
         for number, state in list(self._busy.items()):
             keep: list[_Call] = []
@@ -240,5 +250,5 @@ class _Routes:
             state.by_index = {}
             state.latest = None
         self._busy.clear()
-        self._retired.clear()
+        self.retired.clear()
         self._size = self._live = 0

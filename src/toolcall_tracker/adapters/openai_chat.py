@@ -327,7 +327,9 @@ class OpenAIChatAdapter(_Emitter):
         call: _Call | None
         routes = self._routes
         if call_id is not None:
-            call = routes.by_id(state, call_id)
+            call = state.by_id.get(call_id)
+            if call is None and routes.retired:
+                call = routes.by_id(state, call_id)
             if call is None:
                 call = routes.at(state, index) if index is not None and name is None else None
                 if call is not None and call.status != _FAILED:
@@ -340,7 +342,7 @@ class OpenAIChatAdapter(_Emitter):
                     if call is None:
                         return
                     routes.route_id(state, call_id, call)
-            if index is not None:
+            if index is not None and state.by_index.get(index) is not call:
                 routes.route_index(state, index, call)
         else:
             if index is None:
@@ -348,7 +350,9 @@ class OpenAIChatAdapter(_Emitter):
                 if call is not None and call.retired:
                     routes.revive(state, call)
             else:
-                call = routes.at(state, index)
+                call = state.by_index.get(index)
+                if call is None and routes.retired:
+                    call = routes.at(state, index)
             if call is None or (
                 name is not None
                 and call.name
