@@ -122,6 +122,14 @@ class OpenAIChatAdapter(_Emitter):
     outgrows that fails with :class:`OpenAIMalformedToolCall` once named, and its text is
     discarded.
 
+    Memory: the routing records are bounded by ``max_calls``. The records of calls the sink
+    does not hold (never tracked, reported ``too_many_calls``, or forgotten) are dropped,
+    their routes kept for a late fragment (the last ``max(remember_forgotten,
+    4 * max_calls)``). Through ``feed`` (no sink to ask), the records of calls already
+    ready or failed are dropped, and at most ``4 * max_calls`` open calls are kept: a call
+    starting beyond that is written and routed but not made ready by its choice's
+    ``finish_reason``.
+
     Args:
         eager: let a call become ready when the next call of its choice starts (safely,
             see above; the default), instead of only at the ``finish_reason``.
