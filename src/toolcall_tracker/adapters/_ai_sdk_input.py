@@ -29,7 +29,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pydantic_core import to_json
+
 from .._json import _ArgumentsError, parse_json
+from ._calls import Record
 from ._common import _json_text
 
 __all__ = ["MISSING", "Held", "input_text", "json_equal"]
@@ -41,15 +44,17 @@ _EXACT: Final = 2**53
 class Held:
     """One call's state while the reader holds it back from ``ready``.
 
-    ``parts``/``size``: the streamed text (``size`` characters). ``text_input``: the tool
+    ``record``: the call's record in the table. ``parts``/``size``: the streamed text
+    (``size`` characters). ``text_input``: the tool
     takes a plain string (``inputEncoding: "text"``). ``available``: its input was stated
     and written (``tool-input-available``), it waits for the end of its step.
     ``approval_id``: a ``tool-approval-request`` holds it until a decision.
     """
 
-    __slots__ = ("approval_id", "available", "parts", "size", "text_input")
+    __slots__ = ("approval_id", "available", "parts", "record", "size", "text_input")
 
-    def __init__(self, text_input: bool) -> None:
+    def __init__(self, record: Record, text_input: bool) -> None:
+        self.record = record
         self.parts: list[str] = []
         self.size = 0
         self.text_input = text_input
@@ -87,9 +92,30 @@ def _same_json(text: str, value: Any) -> bool:
     except _ArgumentsError:
         return False
     try:
-        return json_equal(parsed, value)
+        return _plainly_equal(text, parsed, value) or json_equal(parsed, value)
     except RecursionError:
         return False
+
+
+def _plainly_equal(text: str, parsed: Any, value: Any) -> bool:
+    """A quick sufficient test of :func:`json_equal` (``False`` proves nothing).
+
+    Python's own equality is JavaScript's on JSON values but for one thing: a boolean
+    equals a number (``True == 1``). So it decides when neither side holds a boolean: the
+    streamed ``text`` writes none (no ``true`` / ``false`` in it; one inside a string
+    only sends the comparison the long way), nor does ``value``'s JSON. Else equal JSON
+    texts decide (they tell booleans from numbers, and the equality tells a key ``1``
+    from ``"1"``)."""
+    if parsed != value:
+        return False
+    try:
+        stated = to_json(value)
+    except (TypeError, ValueError):  # not plain JSON values: the full comparison decides
+        return False
+    no_booleans = b"true" not in stated and b"false" not in stated
+    if no_booleans and "true" not in text and "false" not in text:
+        return True
+    return bool(to_json(parsed) == stated)
 
 
 def json_equal(a: Any, b: Any) -> bool:

@@ -6,6 +6,7 @@ defines them, and the finish reasons it accepts.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -150,3 +151,14 @@ def _approval_part(call_id: str, approval_id: str) -> dict[str, Any]:
 def _denied(error: Any) -> bool:
     """Whether a call's error is a denied approval (the runner's ``ApprovalDenied``)."""
     return getattr(error, "kind", None) == "approval_denied"
+
+
+def _decode_text(item: str | bytes) -> Any:
+    """A part from a ``data:`` line or a JSON text; ``None`` for ``[DONE]`` and blanks."""
+    text = item.decode() if isinstance(item, bytes) else item
+    text = text.strip()
+    if text.startswith("data:"):
+        text = text[5:].strip()
+    if not text or text == "[DONE]":
+        return None
+    return json.loads(text)

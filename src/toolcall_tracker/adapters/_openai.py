@@ -226,7 +226,8 @@ class _Call(Record):
     (the fast path's need no count: the sink enforces ``Limits.max_args_chars``, and the
     fast path takes only calls that have text); ``has_text``: any non-empty fragment
     arrived. ``custom`` (Responses): a custom tool's call, whose free-text input is written
-    as a JSON string.
+    as a JSON string. ``retired`` (Chat): the record was dropped from its choice's live
+    calls, only its routes remain (see ``_openai_routes``).
     """
 
     __slots__ = (
@@ -236,6 +237,7 @@ class _Call(Record):
         "has_text",
         "held",
         "parts",
+        "retired",
         "scan",
         "started",
         "status",
@@ -254,6 +256,7 @@ class _Call(Record):
         self.waiting = False  # counted among the calls waiting for a name
         self.custom = False
         self.scan: _JsonEnd | None = None  # (Chat) set for a call with neither id nor index
+        self.retired = False  # (Chat) no longer among its choice's live calls (_openai_routes)
 
 
 class _Emitter(SinkAdapter):

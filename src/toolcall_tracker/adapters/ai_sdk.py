@@ -73,7 +73,6 @@ and :data:`UI_MESSAGE_STREAM_HEADERS` are the response headers ``useChat`` expec
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
@@ -89,15 +88,10 @@ from ._ai_sdk_encoder import (
 from ._ai_sdk_ids import AISDKStreamIds
 from ._ai_sdk_input import MISSING, Held, input_text
 from ._ai_sdk_listener import AISDKListener
+from ._ai_sdk_parts import _decode_text
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record
-from ._common import (
-    READ_ERRORS,
-    _get,
-    _short,
-    _usable_id,
-    logger,
-)
+from ._common import READ_ERRORS, _get, _short, _usable_id, logger
 
 __all__ = [
     "AISDKAdapter",
@@ -164,17 +158,6 @@ class AISDKMalformedPart(CallFailure):
     part_type: str
 
 
-def _decode_text(item: str | bytes) -> Any:
-    """A part from a ``data:`` line or a JSON text; ``None`` for ``[DONE]`` and blanks."""
-    text = item.decode() if isinstance(item, bytes) else item
-    text = text.strip()
-    if text.startswith("data:"):
-        text = text[5:].strip()
-    if not text or text == "[DONE]":
-        return None
-    return json.loads(text)
-
-
 class AISDKAdapter(SinkAdapter):
     """Translate AI SDK UI message stream parts into tracker events (see the module doc).
 
@@ -215,6 +198,19 @@ class AISDKAdapter(SinkAdapter):
     def _translate(self, item: Any) -> None:
         """Write the events one part implies (possibly none). Only what the sink raises
         propagates; a part that cannot be read is logged and ignored."""
+        if type(item) is dict:  # the fast path: more text for a held call (as _on_delta)
+            try:
+                if item["type"] == "tool-input-delta" and self._due is None:
+                    fast = self._held[item["toolCallId"]]
+                    text = item["inputTextDelta"]
+                    if type(text) is str and not fast.available:
+                        fast.parts.append(text)
+                        fast.size += len(text)
+                        if fast.size > self._limits.max_args_chars:
+                            self._outgrown(fast)
+                        return
+            except (KeyError, TypeError):  # not such a part: the general route
+                pass
         try:
             if isinstance(item, str | bytes):
                 item = _decode_text(item)
@@ -259,8 +255,15 @@ class AISDKAdapter(SinkAdapter):
             self._fail(record, f"the argument text must be a string, got {_short(text)}")
             return
         held.add(text)
-        if held.size > self._limits.max_args_chars:  # the sink fails it: ArgumentsTooLarge
-            del self._held[record.call_id]
+        if held.size > self._limits.max_args_chars:
+            self._outgrown(held)
+
+    def _outgrown(self, held: Held) -> None:
+        """A held call's text outgrew ``Limits.max_args_chars``: it is written, and the
+        sink fails the call (``ArgumentsTooLarge``)."""
+        record = held.record
+        del self._held[record.call_id]
+        if record.open and self._calls.records.get(record.call_id) is record:
             self._calls.append(record, held.text(), "tool-input-delta")
 
     def _record(self, item: Any, part_type: str, *, start: bool = True) -> Record | None:
@@ -284,7 +287,7 @@ class AISDKAdapter(SinkAdapter):
             records = self._calls.records
             self._held = held = {key: h for key, h in held.items() if key in records}
             self._step = [r for r in self._step if r.call_id in held]
-        held[record.call_id] = Held(text_input)
+        held[record.call_id] = Held(record, text_input)
         self._step.append(record)
 
     def _open(self, item: Any) -> Record | None:

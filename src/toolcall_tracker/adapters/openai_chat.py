@@ -45,6 +45,8 @@ from ._openai import (
     _JsonEnd,
     _logger,
 )
+from ._openai_routes import _Choice, _Routes
+from ._sinkguard import SinkRaised
 
 __all__ = [
     "OpenAICallFailure",
@@ -55,23 +57,6 @@ __all__ = [
 ]
 
 _CHAT_OK: Final = frozenset({"tool_calls", "stop", "function_call"})
-
-
-class _Choice:
-    """Routing state of one choice: calls by server id, by index, the latest, all; whether
-    it may make calls ready early (``early``: not once its fragments turned out to be
-    interleaved)."""
-
-    __slots__ = ("by_id", "by_index", "calls", "early", "finish", "index", "latest")
-
-    def __init__(self, index: int, early: bool) -> None:
-        self.index = index
-        self.by_id: dict[str, _Call] = {}
-        self.by_index: dict[int, _Call] = {}
-        self.latest: _Call | None = None
-        self.calls: list[_Call] = []
-        self.finish: str | None = None
-        self.early = early
 
 
 class OpenAIChatAdapter(_Emitter):
@@ -137,6 +122,14 @@ class OpenAIChatAdapter(_Emitter):
     outgrows that fails with :class:`OpenAIMalformedToolCall` once named, and its text is
     discarded.
 
+    Memory: the routing records are bounded by ``max_calls``. The records of calls the sink
+    does not hold (never tracked, reported ``too_many_calls``, or forgotten) are dropped,
+    their routes kept for a late fragment (the last ``max(remember_forgotten,
+    4 * max_calls)``). Through ``feed`` (no sink to ask), the records of calls already
+    ready or failed are dropped, and at most ``4 * max_calls`` open calls are kept: a call
+    starting beyond that is written and routed but not made ready by its choice's
+    ``finish_reason``.
+
     Args:
         eager: let a call become ready when the next call of its choice starts (safely,
             see above; the default), instead of only at the ``finish_reason``.
@@ -151,6 +144,7 @@ class OpenAIChatAdapter(_Emitter):
         super().__init__(limits=limits)
         self._eager = eager
         self._choices: dict[int, _Choice] = {}
+        self._routes = _Routes()
         self._error: str | None = None
 
     @property
@@ -243,7 +237,13 @@ class OpenAIChatAdapter(_Emitter):
             return False
         state = self._choices.get(index if type(index) is int else 0)
         call = None if state is None else state.by_index.get(position)
-        return call is not None and self._calls.more_of(call, arguments)
+        if call is None or not call.streaming or type(arguments) is not str or not arguments:
+            return False
+        try:  # the table's more_of, inline
+            self._calls._delta(call.call_id, arguments)
+        except Exception as exc:
+            raise SinkRaised(exc) from None
+        return True
 
     def _fast_dict(self, item: dict[str, Any]) -> bool:
         """:meth:`_fast_fragment` for a plain dict chunk. Its levels are read with ``get``
@@ -272,7 +272,13 @@ class OpenAIChatAdapter(_Emitter):
         except (AttributeError, TypeError):  # a level of another shape: the general route
             return False
         call = None if state is None else state.by_index.get(position)
-        return call is not None and self._calls.more_of(call, arguments)
+        if call is None or not call.streaming or type(arguments) is not str or not arguments:
+            return False
+        try:  # the table's more_of, inline: its one test above, its one write here
+            self._calls._delta(call.call_id, arguments)
+        except Exception as exc:
+            raise SinkRaised(exc) from None
+        return True
 
     def _finish_stream(self) -> None:
         """The turn's ``End`` (see the class docs); nothing if called again."""
@@ -294,6 +300,7 @@ class OpenAIChatAdapter(_Emitter):
             ok = False
             reasons.insert(0, self._error)
         reason = ",".join(reasons) if reasons else "stream ended without any choice"
+        self._routes.forget()
         self._calls.end(ok, reason)
 
     # -- internals --------------------------------------------------------------------
@@ -317,6 +324,7 @@ class OpenAIChatAdapter(_Emitter):
             self._error = f"error: {text:.200}"
             reason = f"error: {code}" if type(code) is str and code else "error"
             for state in self._choices.values():
+                state.cuts.append((state.count, False))
                 self._fail_pending(state.calls, reason, state.index)
 
     def _fragment(self, get: _Getter, state: _Choice, fragment: Any) -> None:
@@ -338,10 +346,13 @@ class OpenAIChatAdapter(_Emitter):
                 _logger.debug("tool call id of %d characters treated as missing", len(call_id))
             call_id = None
         call: _Call | None
+        routes = self._routes
         if call_id is not None:
             call = state.by_id.get(call_id)
+            if call is None and routes.retired:
+                call = routes.by_id(state, call_id)
             if call is None:
-                call = state.by_index.get(index) if index is not None and name is None else None
+                call = routes.at(state, index) if index is not None and name is None else None
                 if call is not None and call.status != _FAILED:
                     # Same index, a new id, no name: a server that sends a fresh id on
                     # every fragment. A continuation; the call keeps its first id (text
@@ -351,11 +362,18 @@ class OpenAIChatAdapter(_Emitter):
                     call = self._new_call(state, call_id, name)
                     if call is None:
                         return
-                    state.by_id[call_id] = call
-            if index is not None:
-                state.by_index[index] = call
+                    routes.route_id(state, call_id, call)
+            if index is not None and state.by_index.get(index) is not call:
+                routes.route_index(state, index, call)
         else:
-            call = state.latest if index is None else state.by_index.get(index)
+            if index is None:
+                call = state.latest
+                if call is not None and call.retired:
+                    routes.revive(state, call)
+            else:
+                call = state.by_index.get(index)
+                if call is None and routes.retired:
+                    call = routes.at(state, index)
             if call is None or (
                 name is not None
                 and call.name
@@ -375,7 +393,7 @@ class OpenAIChatAdapter(_Emitter):
                 if call is None:
                     return
                 if index is not None:
-                    state.by_index[index] = call
+                    routes.route_index(state, index, call)
                 else:
                     call.scan = _JsonEnd()
         if call is not state.latest and state.early and (name is not None or arguments):
@@ -411,7 +429,7 @@ class OpenAIChatAdapter(_Emitter):
                 )
 
     def _new_call(self, state: _Choice, server_id: str | None, name: str | None) -> _Call | None:
-        key = (state.index, len(state.calls))
+        key = (state.index, state.count)
         tracker_id = self._calls.claim(key, server_id)
         if tracker_id is None:
             return None
@@ -420,9 +438,11 @@ class OpenAIChatAdapter(_Emitter):
             return None
         if state.early:
             previous = state.latest
+            if previous is not None and previous.retired:
+                self._routes.revive(state, previous)
             if previous is not None and previous.status == _PENDING:
                 self._superseded(previous)
-        state.calls.append(call)
+        self._routes.add(state, call, self._sink, self._limits)
         state.latest = call
         if state.finish is not None:
             _logger.debug("tool call %r starts after its choice finished", call.call_id)
@@ -456,6 +476,7 @@ class OpenAIChatAdapter(_Emitter):
         if type(finish) is not str or not finish:
             finish = f"invalid finish_reason {finish!r:.60}"
         state.finish = finish
+        state.cuts.append((state.count, finish in _CHAT_OK))
         if finish in _CHAT_OK:
             for call in state.calls:
                 self._ready(call)
