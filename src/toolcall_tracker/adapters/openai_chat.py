@@ -46,7 +46,6 @@ from ._openai import (
     _logger,
 )
 from ._openai_routes import _Choice, _Routes
-from ._sinkguard import SinkRaised
 
 __all__ = [
     "OpenAICallFailure",
@@ -237,13 +236,7 @@ class OpenAIChatAdapter(_Emitter):
             return False
         state = self._choices.get(index if type(index) is int else 0)
         call = None if state is None else state.by_index.get(position)
-        if call is None or not call.streaming or type(arguments) is not str or not arguments:
-            return False
-        try:  # the table's more_of, inline
-            self._calls._delta(call.call_id, arguments)
-        except Exception as exc:
-            raise SinkRaised(exc) from None
-        return True
+        return call is not None and self._calls.more_of(call, arguments)
 
     def _fast_dict(self, item: dict[str, Any]) -> bool:
         """:meth:`_fast_fragment` for a plain dict chunk. Its levels are read with ``get``
@@ -272,13 +265,7 @@ class OpenAIChatAdapter(_Emitter):
         except (AttributeError, TypeError):  # a level of another shape: the general route
             return False
         call = None if state is None else state.by_index.get(position)
-        if call is None or not call.streaming or type(arguments) is not str or not arguments:
-            return False
-        try:  # the table's more_of, inline: its one test above, its one write here
-            self._calls._delta(call.call_id, arguments)
-        except Exception as exc:
-            raise SinkRaised(exc) from None
-        return True
+        return call is not None and self._calls.more_of(call, arguments)
 
     def _finish_stream(self) -> None:
         """The turn's ``End`` (see the class docs); nothing if called again."""
