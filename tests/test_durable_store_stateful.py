@@ -45,6 +45,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     backend = "asyncio"
     expiry = EXPIRES  # the keys' expiry, in seconds after the start
+    record_ttl = 86400.0  # how long an outcome recorded for an unclaimed key is kept
     fault = "locked"  # what a DurableError during a fault says
 
     def __init__(self) -> None:
@@ -56,7 +57,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.now = self.first_time()
         self.start = self.now
         self.stores = {owner: self.make_store(owner) for owner in OWNERS}
-        # the model: key -> [holder, lease_until, outcome or None]
+        # the model: key -> [holder, lease_until, outcome or None, expires_at]
         self.model: dict[str, list[Any]] = {}
         self.locker: sqlite3.Connection | None = None
 
@@ -115,7 +116,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     def _live(self, key: str) -> list[Any] | None:
         entry = self.model.get(key)
-        if entry is not None and self.now >= self.start + self.expiry:
+        if entry is not None and self.now >= entry[3]:
             return None  # expired keys are forgotten
         return entry
 
@@ -143,9 +144,9 @@ class StoreMachine(RuleBasedStateMachine):
         if entry is None:
             assert got.won
             assert got.owner == owner
-            self.model[key] = [owner, self.now + LEASE, None]
+            self.model[key] = [owner, self.now + LEASE, None, self.start + self.expiry]
             return
-        holder, lease_until, outcome = entry
+        holder, lease_until, outcome, _ = entry
         assert not got.won
         assert got.owner == holder
         assert got.outcome == outcome
@@ -163,7 +164,7 @@ class StoreMachine(RuleBasedStateMachine):
         entry = self._live(key)
         if entry is not None and entry[2] is None and entry[1] <= self.now:
             assert got.won
-            self.model[key] = [owner, self.now + LEASE, None]
+            self.model[key] = [owner, self.now + LEASE, None, entry[3]]
         else:
             assert not got.won
             if entry is not None:
@@ -180,7 +181,8 @@ class StoreMachine(RuleBasedStateMachine):
         self.portal.call(store.record, key, outcome)
         entry = self._live(key)
         if entry is None:
-            self.model[key] = [owner, 0.0, outcome]
+            # never claimed (or expired): the store keeps the outcome for its own time
+            self.model[key] = [owner, 0.0, outcome, self.now + self.record_ttl]
         else:
             entry[1] = 0.0
             entry[2] = outcome
@@ -210,6 +212,7 @@ class RedisStoreMachine(StoreMachine):
     clock starts now and never reaches the expiry (expiry has its own tests)."""
 
     expiry = 1e7
+    record_ttl = 30 * 86400.0
     fault = "Redis server"
 
     def first_time(self) -> float:

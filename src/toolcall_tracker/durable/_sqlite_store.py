@@ -130,8 +130,8 @@ class SQLiteOutcomeStore(Closing):
             now = self._clock()
             cur = conn.execute(
                 "UPDATE toolcall_outcomes SET owner = ?, lease_until = ? "
-                "WHERE key = ? AND outcome IS NULL AND lease_until <= ?",
-                (self.owner, now + self._lease, key, now),
+                "WHERE key = ? AND outcome IS NULL AND lease_until <= ? AND expires_at > ?",
+                (self.owner, now + self._lease, key, now, now),
             )
             if cur.rowcount == 1:
                 self._keeper.hold(key)
@@ -163,14 +163,16 @@ class SQLiteOutcomeStore(Closing):
         text = outcome.model_dump_json()
 
         def go(conn: sqlite3.Connection) -> None:
+            now = self._clock()
             cur = conn.execute(
-                "UPDATE toolcall_outcomes SET outcome = ?, lease_until = 0 WHERE key = ?",
-                (text, key),
+                "UPDATE toolcall_outcomes SET outcome = ?, lease_until = 0 "
+                "WHERE key = ? AND expires_at > ?",
+                (text, key, now),
             )
             if cur.rowcount == 0:  # never claimed here (or expired): keep it a day
                 conn.execute(
                     "INSERT OR REPLACE INTO toolcall_outcomes VALUES (?, ?, 0, ?, ?)",
-                    (key, self.owner, self._clock() + _DAY, text),
+                    (key, self.owner, now + _DAY, text),
                 )
 
         try:
@@ -213,9 +215,11 @@ class SQLiteOutcomeStore(Closing):
 
     def _read(self, conn: sqlite3.Connection, key: str) -> Claim:
         row: _Row | None = conn.execute(
-            "SELECT owner, lease_until, outcome FROM toolcall_outcomes WHERE key = ?", (key,)
+            "SELECT owner, lease_until, outcome FROM toolcall_outcomes "
+            "WHERE key = ? AND expires_at > ?",
+            (key, self._clock()),
         ).fetchone()
-        if row is None:  # expired meanwhile: nobody can name it any more
+        if row is None:  # expired (meanwhile): nobody can name it any more, as on Redis
             return Claim(won=False)
         owner, lease_until, text = row
         outcome = None if text is None else CallOutcome.model_validate(json.loads(text))
