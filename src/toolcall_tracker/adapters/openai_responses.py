@@ -234,8 +234,8 @@ class OpenAIResponsesAdapter(_Emitter):
     def _on_args_done(self, item: Any, get: _Getter) -> None:
         call = self._route(get(item, "item_id", None), get(item, "output_index", None))
         if call is not None:
-            name = get(item, "name", None)
-            if not call.name and type(name) is str and name:
+            name = None if call.name else get(item, "name", None)  # (absent in SDK events)
+            if type(name) is str and name:
                 call.name = name
             if not call.started and call.name:
                 self._start(call)
