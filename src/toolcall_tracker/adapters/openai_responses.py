@@ -19,14 +19,16 @@ all); it fails its own call or is ignored and logged at DEBUG on the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Final
 
 from ..limits import Limits
-from ._common import _usable_id
+from ..sink import EventSink
 from ._openai import (
     _FAILED,
     _MAPPING_TYPES,
     _PENDING,
+    _READY,
     OpenAIArgumentsMismatch,
     OpenAICallFailure,
     OpenAIMalformedToolCall,
@@ -40,6 +42,7 @@ from ._openai import (
     _is_mapping,
     _logger,
 )
+from ._sinkguard import SinkRaised
 
 __all__ = [
     "OpenAIArgumentsMismatch",
@@ -56,7 +59,6 @@ _ITEM_DONE: Final = "response.output_item.done"
 _COMPLETED: Final = "response.completed"
 _CUSTOM_DELTA: Final = "response.custom_tool_call_input.delta"
 _CUSTOM_DONE: Final = "response.custom_tool_call_input.done"
-_CALL_ITEMS: Final = frozenset({"function_call", "custom_tool_call"})
 _SERVER_RUN: Final = frozenset(
     {
         "web_search_call",
@@ -73,6 +75,14 @@ _SERVER_RUN: Final = frozenset(
 def _json_string_body(text: str) -> str:
     """``text`` escaped as the inside of a JSON string (no quotes)."""
     return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+class _RCall(_Call):
+    """A Responses call; ``verified``: the final text last found equal to the text it was
+    made ready with (``None``: none yet), which the events repeating it need not check."""
+
+    __slots__ = ("verified",)
+    verified: str | None
 
 
 class OpenAIResponsesAdapter(_Emitter):
@@ -147,11 +157,16 @@ class OpenAIResponsesAdapter(_Emitter):
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
-        self._by_item: dict[str, _Call] = {}
-        self._by_call_id: dict[str, _Call] = {}
-        self._by_output: dict[int, _Call] = {}
+        self._by_item: dict[str, _RCall] = {}
+        self._by_call_id: dict[str, _RCall] = {}
+        self._by_output: dict[int, _RCall] = {}
         self._order: list[_Call] = []
         self._retired: dict[str, None] = {}  # ids of released records, oldest first
+        self._delta = self._sink.write_delta
+
+    def _bind(self, sink: EventSink) -> None:
+        super()._bind(sink)
+        self._delta = sink.write_delta
 
     def _translate(self, item: Any) -> None:
         """Write the events one stream event implies (possibly none).
@@ -162,78 +177,87 @@ class OpenAIResponsesAdapter(_Emitter):
         if self._calls.ended:
             return
         # The hot path: a fragment, read with plain access from a dict or an SDK object,
-        # for a streaming call (the table's fast path); any other fragment: _fragment.
+        # for a streaming call: the table's fast path (``CallTable.more_of``), inline. Any
+        # other fragment: _fragment; any other event: its handler (_event).
         cls = type(item)
-        fragment: Any = None
         if cls is dict:
-            if item.get("type") == _ARGS_DELTA:
+            try:  # plain subscripts (the fields are there), else the defaults of ``get``
+                kind = item["type"]
+            except KeyError:
+                kind = None
+            if kind != _ARGS_DELTA:
+                self._event(item, kind, _dict_get)
+                return
+            try:
+                item_id, fragment = item["item_id"], item["delta"]
+            except KeyError:
                 item_id, fragment = item.get("item_id"), item.get("delta")
-        elif _MAPPING_TYPES.get(cls) is False:
-            try:  # an SDK event of this type has every field
-                if item.type == _ARGS_DELTA:
-                    item_id, fragment = item.item_id, item.delta
+        elif _MAPPING_TYPES.get(cls) is False or not _is_mapping(item):  # an SDK object
+            try:  # plain attributes (an SDK event has every field), else None
+                kind = item.type
             except AttributeError:
-                pass  # not shaped like an SDK event: read it safely below
-        if fragment is not None:
-            call = self._by_item.get(item_id) if type(item_id) is str else None
-            if call is None or not self._calls.more_of(call, fragment):
-                self._fragment(item_id, fragment)
+                kind = None
+            if kind != _ARGS_DELTA:
+                self._event(item, kind, getattr)
+                return
+            try:
+                item_id, fragment = item.item_id, item.delta
+            except AttributeError:
+                item_id, fragment = getattr(item, "item_id", None), getattr(item, "delta", None)
+        else:  # a Mapping that is no dict (an OrderedDict, say): read as the dict it is
+            self._translate(dict(item))
             return
-        # Only the item's own fields are read here (nested ones go through ``_get``), so a
-        # dict item can use ``dict.get`` itself.
-        get: _Getter
-        if cls is dict:
-            get = _dict_get
-        elif _MAPPING_TYPES.get(cls) is False:  # an SDK object (known class)
-            get = getattr
-        elif _is_mapping(item):
-            item = dict(item)  # an OrderedDict, say: read as the dict it is
-            get = _dict_get
+        call = self._by_item.get(item_id) if type(item_id) is str else None
+        if call is not None and call.streaming and type(fragment) is str and fragment:
+            try:
+                self._delta(call.call_id, fragment)
+            except Exception as exc:  # what the sink raised (as CallTable.more_of does)
+                raise SinkRaised(exc) from None
         else:
-            get = getattr
-        kind = get(item, "type", None)
-        if kind == _ARGS_DELTA:
-            self._fragment(get(item, "item_id", None), get(item, "delta", None))
-            return
-        if kind == _ITEM_ADDED:
-            self._item(_get(item, "item"), _get(item, "output_index"), None)
-        elif kind == _ARGS_DONE:
-            call = self._route(_get(item, "item_id"), _get(item, "output_index"))
-            if call is not None:
-                name = _get(item, "name")
-                if not call.name and type(name) is str and name:
-                    call.name = name
-                if not call.started and call.name:
-                    self._start(call)
-                self._settle(call, _get(item, "arguments"), _ARGS_DONE)
-        elif kind == _CUSTOM_DELTA:
-            fragment = get(item, "delta", None)
-            call = self._route(get(item, "item_id", None), None)
-            if (
-                call is not None
-                and type(fragment) is str
-                and fragment
-                and call.custom
-                and call.status == _PENDING
-            ):
-                self._append_input(call, fragment)
-        elif kind == _CUSTOM_DONE:
-            call = self._route(_get(item, "item_id"), _get(item, "output_index"))
-            if call is not None and call.custom:
-                self._settle(call, _get(item, "input"), _CUSTOM_DONE)
-        elif kind == _ITEM_DONE:
-            self._item(_get(item, "item"), _get(item, "output_index"), _ITEM_DONE)
-        elif kind == _COMPLETED:
-            self._completed(_get(item, "response"))
-        elif kind == "response.incomplete" or kind == "response.failed":
-            self._stopped(kind, _get(item, "response"))
-        elif kind == "error":
-            code = _get(item, "code")
-            message = _get(item, "message")
-            detail = code if type(code) is str and code else message
-            self._cut_off(f"error: {detail}" if type(detail) is str else "error")
+            self._fragment(item_id, fragment)
+
+    def _event(self, item: Any, kind: Any, get: _Getter) -> None:
+        """Any event but a fragment: its handler (``_HANDLERS``). Only the item's own fields
+        are read with ``get`` (``dict.get`` or ``getattr``), nested ones with their own."""
+        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+        if handler is not None:
+            handler(self, item, get)
         elif kind is None:
             _check_item(item)
+
+    # -- one handler per event type (``_HANDLERS``) -----------------------------------
+
+    def _on_item(self, item: Any, get: _Getter) -> None:  # output_item.added / .done
+        source = None if get(item, "type", None) == _ITEM_ADDED else _ITEM_DONE
+        self._item(get(item, "item", None), get(item, "output_index", None), source)
+
+    def _on_args_done(self, item: Any, get: _Getter) -> None:
+        call = self._route(get(item, "item_id", None), get(item, "output_index", None))
+        if call is not None:
+            name = None if call.name else get(item, "name", None)  # (absent in SDK events)
+            if type(name) is str and name:
+                call.name = name
+            if not call.started and call.name:
+                self._start(call)
+            self._settle(call, get(item, "arguments", None), _ARGS_DONE)
+
+    def _on_custom_delta(self, item: Any, get: _Getter) -> None:
+        fragment = get(item, "delta", None)
+        call = self._route(get(item, "item_id", None), None)
+        if call is None or not call.custom or call.status != _PENDING:
+            return
+        if type(fragment) is str and fragment:
+            self._append_input(call, fragment)
+
+    def _on_custom_done(self, item: Any, get: _Getter) -> None:
+        call = self._route(get(item, "item_id", None), get(item, "output_index", None))
+        if call is not None and call.custom:
+            self._settle(call, get(item, "input", None), _CUSTOM_DONE)
+
+    def _on_error(self, item: Any, get: _Getter) -> None:
+        code, message = get(item, "code", None), get(item, "message", None)
+        detail = code if type(code) is str and code else message
+        self._cut_off(f"error: {detail}" if type(detail) is str else "error")
 
     def _fragment(self, item_id: Any, fragment: Any) -> None:
         """A ``function_call_arguments.delta``: ``fragment`` for the call of ``item_id``."""
@@ -252,7 +276,7 @@ class OpenAIResponsesAdapter(_Emitter):
 
     # -- internals --------------------------------------------------------------------
 
-    def _route(self, item_id: Any, output_index: Any) -> _Call | None:
+    def _route(self, item_id: Any, output_index: Any) -> _RCall | None:
         """The announced call an event with ``item_id`` / ``output_index`` is about."""
         call = None
         if type(item_id) is str:
@@ -265,18 +289,27 @@ class OpenAIResponsesAdapter(_Emitter):
 
     def _item(self, item: Any, output_index: Any, source: str | None) -> None:
         """A call output item: start its call, and settle it if ``source``."""
-        item_type = _get(item, "type")
-        if item_type not in _CALL_ITEMS:
+        cls = type(item)  # the item's getter, picked once (as in _translate)
+        get: _Getter = (
+            _dict_get if cls is dict else getattr if _MAPPING_TYPES.get(cls) is False else _get
+        )
+        item_type = get(item, "type", None)
+        if item_type == "function_call":
+            custom = False
+        elif item_type == "custom_tool_call":
+            custom = True
+        else:
             if source is None and type(item_type) is str and item_type.endswith("_call"):
                 self._untracked(item, item_type)
             return
-        custom = item_type == "custom_tool_call"
         max_id = self._limits.max_id_chars
-        item_id = _get(item, "id")
-        call_id = _get(item, "call_id")
-        name = _get(item, "name")
-        item_id = item_id if _usable_id(item_id, max_id) else None
-        call_id = call_id if _usable_id(call_id, max_id) else None
+        item_id = get(item, "id", None)
+        call_id = get(item, "call_id", None)
+        name = get(item, "name", None)
+        if type(item_id) is not str or not 0 < len(item_id) <= max_id:
+            item_id = None  # unusable: as if absent (see _common._usable_id)
+        if type(call_id) is not str or not 0 < len(call_id) <= max_id:
+            call_id = None
         output_index = output_index if type(output_index) is int else None
         call = None
         if item_id is not None:
@@ -295,8 +328,9 @@ class OpenAIResponsesAdapter(_Emitter):
             tracker_id = self._calls.claim(key, call_id if call_id is not None else item_id)
             if tracker_id is None:
                 return
-            call = _Call(key, tracker_id, name if type(name) is str and name else None)
+            call = _RCall(key, tracker_id, name if type(name) is str and name else None)
             call.custom = custom
+            call.verified = None
             if not self._admit(call):
                 return
             self._order.append(call)
@@ -314,21 +348,15 @@ class OpenAIResponsesAdapter(_Emitter):
             call.name = name
         if not call.started and call.name:
             self._start(call)
-        arguments = _get(item, "input" if custom else "arguments")
-        if source is None:
-            # output_item.added: usually "", but some servers send the whole item here.
-            if (
-                type(arguments) is str
-                and arguments
-                and not call.has_text
-                and call.status == _PENDING
-            ):
-                if custom:
-                    self._append_input(call, arguments)
-                else:
-                    self._append(call, arguments)
-        else:
+        arguments = get(item, "input" if custom else "arguments", None)
+        if source is not None:
             self._settle(call, arguments, source)
+        # output_item.added: usually "", but some servers send the whole item here.
+        elif type(arguments) is str and arguments and not call.has_text and call.status == _PENDING:
+            if custom:
+                self._append_input(call, arguments)
+            else:
+                self._append(call, arguments)
 
     def _append_input(self, call: _Call, text: str) -> None:
         """Free text for a custom tool's call: written as the body of one JSON string (the
@@ -368,14 +396,7 @@ class OpenAIResponsesAdapter(_Emitter):
         self._by_output = {k: c for k, c in self._by_output.items() if c.status == _PENDING}
         return len(keep) < limit
 
-    def _streamed(self, call: _Call) -> str | None:
-        """The text the call holds so far: the sink's (``args_text``), the copy kept for a
-        sink without it, or what waits for the name; ``None`` if unknown."""
-        if not call.started:
-            return None if call.dropped else "".join(call.parts)
-        return self._calls.text(call)
-
-    def _settle(self, call: _Call, final: Any, source: str) -> None:
+    def _settle(self, call: _RCall, final: Any, source: str) -> None:
         """Reconcile the streamed text with the final ``arguments``, then make it ready."""
         if call.status == _FAILED:
             return
@@ -396,9 +417,17 @@ class OpenAIResponsesAdapter(_Emitter):
             if call.has_text or source == _COMPLETED:
                 self._ready(call)
             return
+        if call.status == _READY and final == call.verified:
+            # Checked already, against the text the call was made ready with, which no
+            # longer changes: output_item.done and response.completed repeat it.
+            return
+        raw = final
         if call.custom:  # compared as the JSON string written (closed once ready)
             final = '"' + _json_string_body(final) + ("" if call.status == _PENDING else '"')
-        streamed_text = self._streamed(call)
+        if call.started:  # the sink's text (args_text), or the copy kept for a sink without
+            streamed_text = self._calls.text(call)
+        else:  # what waits for the name (None: unknown, it outgrew the limits)
+            streamed_text = None if call.dropped else "".join(call.parts)
         if streamed_text is None:
             # The sink holds no such call (it refused its start): nothing runs with it.
             self._ready(call)
@@ -425,9 +454,11 @@ class OpenAIResponsesAdapter(_Emitter):
         if len(final) > streamed:
             self._append(call, final[streamed:])
         self._ready(call)
+        if call.status == _READY:
+            call.verified = raw
 
-    def _completed(self, response: Any) -> None:
-        output = _get(response, "output")
+    def _completed(self, item: Any, get: _Getter) -> None:
+        output = _get(get(item, "response", None), "output")
         if type(output) is list:
             for position, item in enumerate(output):
                 self._item(item, position, _COMPLETED)
@@ -436,8 +467,9 @@ class OpenAIResponsesAdapter(_Emitter):
                 self._ready(call)
         self._calls.end(True, "completed")
 
-    def _stopped(self, kind: str, response: Any) -> None:
-        if kind == "response.incomplete":
+    def _stopped(self, item: Any, get: _Getter) -> None:
+        response = get(item, "response", None)
+        if get(item, "type", None) == "response.incomplete":
             detail = _get(_get(response, "incomplete_details"), "reason")
             reason = f"incomplete: {detail}" if type(detail) is str else "incomplete"
         else:
@@ -451,3 +483,18 @@ class OpenAIResponsesAdapter(_Emitter):
     def _cut_off(self, reason: str) -> None:
         self._fail_pending(self._order, reason, None)
         self._calls.end(False, reason)
+
+
+_Handler = Callable[[OpenAIResponsesAdapter, Any, _Getter], None]
+_HANDLERS: Final[dict[str, _Handler]] = {
+    _ITEM_ADDED: OpenAIResponsesAdapter._on_item,
+    _ARGS_DONE: OpenAIResponsesAdapter._on_args_done,
+    _ITEM_DONE: OpenAIResponsesAdapter._on_item,
+    _CUSTOM_DELTA: OpenAIResponsesAdapter._on_custom_delta,
+    _CUSTOM_DONE: OpenAIResponsesAdapter._on_custom_done,
+    _COMPLETED: OpenAIResponsesAdapter._completed,
+    "response.incomplete": OpenAIResponsesAdapter._stopped,
+    "response.failed": OpenAIResponsesAdapter._stopped,
+    "error": OpenAIResponsesAdapter._on_error,
+}
+"""The handler of each event type but the fragments (which ``_translate`` reads itself)."""
