@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..limits import Limits
-from ..sink import EventSink
 from ._openai import (
     _FAILED,
     _MAPPING_TYPES,
@@ -42,7 +41,6 @@ from ._openai import (
     _is_mapping,
     _logger,
 )
-from ._sinkguard import SinkRaised
 
 __all__ = [
     "OpenAIArgumentsMismatch",
@@ -162,11 +160,6 @@ class OpenAIResponsesAdapter(_Emitter):
         self._by_output: dict[int, _RCall] = {}
         self._order: list[_Call] = []
         self._retired: dict[str, None] = {}  # ids of released records, oldest first
-        self._delta = self._sink.write_delta
-
-    def _bind(self, sink: EventSink) -> None:
-        super()._bind(sink)
-        self._delta = sink.write_delta
 
     def _translate(self, item: Any) -> None:
         """Write the events one stream event implies (possibly none).
@@ -177,7 +170,7 @@ class OpenAIResponsesAdapter(_Emitter):
         if self._calls.ended:
             return
         # The hot path: a fragment, read with plain access from a dict or an SDK object,
-        # for a streaming call: the table's fast path (``CallTable.more_of``), inline. Any
+        # for a streaming call: the table's fast path (``CallTable.more_of``). Any
         # other fragment: _fragment; any other event: its handler (_event).
         cls = type(item)
         if cls is dict:
@@ -208,12 +201,7 @@ class OpenAIResponsesAdapter(_Emitter):
             self._translate(dict(item))
             return
         call = self._by_item.get(item_id) if type(item_id) is str else None
-        if call is not None and call.streaming and type(fragment) is str and fragment:
-            try:
-                self._delta(call.call_id, fragment)
-            except Exception as exc:  # what the sink raised (as CallTable.more_of does)
-                raise SinkRaised(exc) from None
-        else:
+        if call is None or not self._calls.more_of(call, fragment):
             self._fragment(item_id, fragment)
 
     def _event(self, item: Any, kind: Any, get: _Getter) -> None:
