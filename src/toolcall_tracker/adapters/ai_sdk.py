@@ -204,8 +204,7 @@ class AISDKAdapter(SinkAdapter):
                     fast = self._held[item["toolCallId"]]
                     text = item["inputTextDelta"]
                     if type(text) is str and not fast.available:
-                        fast.parts.append(text)
-                        fast.size += len(text)
+                        fast.add(text)
                         if fast.size > self._limits.max_args_chars:
                             self._outgrown(fast)
                         return

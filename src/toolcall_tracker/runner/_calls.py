@@ -37,9 +37,6 @@ class CallTable:
     def get(self, call_id: str) -> Entry | None:
         return self.by_id.get(call_id)
 
-    def holds(self, item: Entry) -> bool:
-        return self.by_id.get(item.call.id) is item
-
     def items(self) -> list[Entry]:
         return list(self.by_id.values())
 
