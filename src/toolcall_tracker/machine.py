@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 from ._decode import decode
-from ._reducer import STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
+from ._reducer import _STEPS, FORGOTTEN, STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
 from ._support import bounded_repr, construct
 from .calls import Status, ToolCall
 from .changes import ChangeListener
@@ -43,6 +43,7 @@ _UNKNOWN: Final = ("unknown", None, None)
 # STREAM with one more column: a type this library does not know (reported in decode).
 _STREAM_ROWS: Final = {phase: {**row, "unknown": _UNKNOWN_TYPE} for phase, row in STREAM.items()}
 _FINISHED: Final = (Status.DONE, Status.ERROR)
+_NONE_FORGOTTEN: Final[Mapping[str, None]] = {}  # (never written: see _drop)
 
 
 class ToolCallStateMachine:
@@ -58,6 +59,24 @@ class ToolCallStateMachine:
             long session's memory stays flat. ``None`` (the default) keeps every call.
     """
 
+    __slots__ = (
+        "__weakref__",
+        "_calls",
+        "_end",
+        "_finished",
+        "_forgotten",
+        "_fragment_listeners",
+        "_keep_finished",
+        "_limits",
+        "_listener_error",
+        "_listeners",
+        "_max_id",
+        "_max_name",
+        "_on_ignored",
+        "_phase",
+        "_stream",
+    )
+
     def __init__(
         self,
         *,
@@ -71,10 +90,13 @@ class ToolCallStateMachine:
         self._max_id = limits.max_id_chars
         self._max_name = limits.max_name_chars
         self._calls: dict[str, _CallRecord] = {}
-        self._forgotten: OrderedDict[str, None] = OrderedDict()
+        # Made when first needed (a machine is made per turn, and most forget nothing):
+        # the forgotten ids, oldest first, and the finished calls kept by keep_finished.
+        self._forgotten: Mapping[str, None] = _NONE_FORGOTTEN
         self._keep_finished = keep_finished
-        self._finished: deque[_CallRecord] = deque()
-        self._set_phase("open" if limits.max_calls > 0 else "full")
+        self._finished: deque[_CallRecord] | None = None
+        self._phase = phase = "open" if limits.max_calls > 0 else "full"
+        self._stream = _STREAM_ROWS[phase]
         self._end: End | None = None
         self._on_ignored = on_ignored
         self._listeners: tuple[ChangeListener, ...] = ()
@@ -156,7 +178,15 @@ class ToolCallStateMachine:
 
     def write_start(self, call_id: str, name: str) -> None:
         """Apply ``start``: exactly ``apply(Start(id=call_id, name=name))``, without the model."""
-        self._write("start", call_id, name)
+        if (
+            type(call_id) is str
+            and type(name) is str
+            and 0 < len(call_id) <= self._max_id
+            and len(name) <= self._max_name
+        ):
+            self._route("start", call_id, name, None)
+        else:
+            self._write("start", call_id, name)  # validates, or raises InvalidEvent
 
     def write_delta(self, call_id: str, text: str) -> None:
         """Apply ``delta``: exactly ``apply(Delta(id=call_id, args_text_delta=text))``.
@@ -178,7 +208,10 @@ class ToolCallStateMachine:
 
     def write_ready(self, call_id: str) -> None:
         """Apply ``ready``: exactly ``apply(Ready(id=call_id))``."""
-        self._write("ready", call_id, None)
+        if type(call_id) is str and 0 < len(call_id) <= self._max_id:
+            self._route("ready", call_id, None, None)
+        else:
+            self._write("ready", call_id, None)  # validates, or raises InvalidEvent
 
     def write_result(self, call_id: str, result: Any) -> None:
         """Apply ``result``: exactly ``apply(Result(id=call_id, result=result))``."""
@@ -300,10 +333,12 @@ class ToolCallStateMachine:
         """
         step = self._stream[kind]
         if step is _PER_CALL:
+            limits = self._limits
             record = self._calls.get(call_id)
             if record is not None:
                 before = record.status
-                after = reduce(record, kind, call_id, payload, self._limits)
+                act = _STEPS[before][kind]  # reduce(record, ...), inlined: a call less
+                after = act if type(act) is IgnoreReason else act(record, call_id, payload, limits)
                 if type(after) is IgnoreReason:
                     self._ignore(_reported(event, kind, call_id, payload), after)
                 elif record.status is not before:
@@ -311,23 +346,23 @@ class ToolCallStateMachine:
                 elif kind == "delta" and self._fragment_listeners:
                     self._appended(call_id, payload)
             else:
-                after = reduce(
-                    None, kind, call_id, payload, self._limits, forgotten=call_id in self._forgotten
-                )
+                act = _STEPS[FORGOTTEN if call_id in self._forgotten else None][kind]
+                after = act if type(act) is IgnoreReason else act(None, call_id, payload, limits)
                 if type(after) is IgnoreReason:
                     self._ignore(_reported(event, kind, call_id, payload), after)
                 else:
                     self._calls[call_id] = after  # type: ignore[assignment]
                     if self._fragment_listeners:
                         after.close_lane()  # type: ignore[union-attr]
-                    if len(self._calls) >= self._limits.max_calls and self._phase == "open":
+                    if len(self._calls) >= limits.max_calls and self._phase == "open":
                         self._set_phase("full")
                     self._changed(after, None)  # type: ignore[arg-type]
         elif step is StreamAction.END_TURN:
             self._end_turn(payload)
         else:
             self._ignore(_reported(event, kind, call_id, payload), step)
-        self._raise_listener_error()
+        if self._listener_error is not None:
+            self._raise_listener_error()
 
     def _set_phase(self, phase: str) -> None:
         self._phase = phase
@@ -374,6 +409,8 @@ class ToolCallStateMachine:
     def _drop(self, record: _CallRecord) -> None:
         del self._calls[record.id]
         forgotten = self._forgotten
+        if not isinstance(forgotten, OrderedDict):
+            forgotten = self._forgotten = OrderedDict()
         forgotten[record.id] = None
         if len(forgotten) > self._limits.remember_forgotten:
             forgotten.popitem(last=False)
@@ -396,6 +433,8 @@ class ToolCallStateMachine:
         keep = self._keep_finished
         if keep is not None and after in _FINISHED:
             finished = self._finished
+            if finished is None:
+                finished = self._finished = deque()
             finished.append(record)
             while len(finished) > keep:
                 oldest = finished.popleft()

@@ -31,7 +31,7 @@ from collections.abc import (
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar
 
 from ..events import Delta, End, Error, Ready, Result, Start
-from ..limits import Limits
+from ..limits import DEFAULT_LIMITS, Limits
 from ..sink import EventCollector, EventSink
 from ._calls import CallTable
 from ._sinkguard import SinkRaised, unwrap
@@ -83,9 +83,13 @@ class SinkAdapter:
     """The adapter's call table, if it drives one (bound to the same sink)."""
 
     def __init__(self, *, limits: Limits | None = None) -> None:
-        self._collector = collector = EventCollector(limits)
-        self._sink: EventSink = collector
-        self._limits: Limits = collector.limits
+        # Bound to nothing yet: ``write``/``finish`` bind the sink given, ``feed``/``end``
+        # the adapter's own collector, made then (an adapter is made per turn, and most
+        # only ever write into a tracker).
+        self._collector: EventCollector | None = None
+        self._given_limits = limits
+        self._sink: EventSink | None = None
+        self._limits: Limits = DEFAULT_LIMITS if limits is None else limits
 
     @property
     def limits(self) -> Limits:
@@ -94,9 +98,7 @@ class SinkAdapter:
 
     def feed(self, item: Any) -> list[AdapterEvent]:
         """The tracker events that one provider item implies (possibly none)."""
-        collector = self._collector
-        if self._sink is not collector:
-            self._bind(collector)
+        collector = self._collector_bound()
         try:
             self._translate(item)
         except SinkRaised as wrapped:
@@ -106,9 +108,7 @@ class SinkAdapter:
 
     def end(self) -> list[AdapterEvent]:
         """What the end of the stream implies: an ``End``, unless ``feed`` emitted one."""
-        collector = self._collector
-        if self._sink is not collector:
-            self._bind(collector)
+        collector = self._collector_bound()
         try:
             self._finish_stream()
         except SinkRaised as wrapped:
@@ -133,6 +133,16 @@ class SinkAdapter:
             self._finish_stream()
         except SinkRaised as wrapped:
             unwrap(wrapped)
+
+    def _collector_bound(self) -> EventCollector:
+        """The adapter's own collector (made under the limits given to the adapter, the
+        first time), bound."""
+        collector = self._collector
+        if collector is None:
+            collector = self._collector = EventCollector(self._given_limits)
+        if self._sink is not collector:
+            self._bind(collector)
+        return collector
 
     def _bind(self, sink: EventSink) -> None:
         self._sink = sink

@@ -144,15 +144,19 @@ class CallTable:
         "sink",
     )
 
-    def __init__(self, rules: Rules, failure: Failure, sink: EventSink) -> None:
+    sink: EventSink
+    limits: Limits
+
+    def __init__(self, rules: Rules, failure: Failure, sink: EventSink | None) -> None:
         self._rules = rules
         self._failure = failure
         self.records: dict[Any, Record] = {}
         self._early: set[Any] = set()
         self._ids = IdMinter(rules.id_sep)
         self.ended = False
-        self.limits: Limits = DEFAULT_LIMITS
-        self.bind(sink)
+        self.limits = DEFAULT_LIMITS
+        if sink is not None:  # (an adapter's table: bound with the adapter, before use)
+            self.bind(sink)
 
     def bind(self, sink: EventSink) -> None:
         """Write into ``sink`` from now on, under its limits."""

@@ -141,14 +141,14 @@ class OllamaAdapter(SinkAdapter):
         is not an item at all, and for what the sink raises)."""
         assert self._openai is not None
         try:
-            self._openai.write(item, self._sink)
+            self._openai.write(item, self._calls.sink)
         except _NotAnItem:
             logger.debug("ollama: ignored an item that is not a chunk", exc_info=True)
 
     def _finish_stream(self) -> None:
         """The end of the stream: ``End(ok=False)`` unless a ``done: true`` line came."""
         if self._openai is not None:
-            self._openai.finish(self._sink)
+            self._openai.finish(self._calls.sink)
         elif not self._calls.ended:
             self._calls.end(False, "stream ended before done")
 

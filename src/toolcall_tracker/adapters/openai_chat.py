@@ -429,7 +429,7 @@ class OpenAIChatAdapter(_Emitter):
                 self._routes.revive(state, previous)
             if previous is not None and previous.status == _PENDING:
                 self._superseded(previous)
-        self._routes.add(state, call, self._sink, self._limits)
+        self._routes.add(state, call, self._calls.sink, self._limits)
         state.latest = call
         if state.finish is not None:
             _logger.debug("tool call %r starts after its choice finished", call.call_id)
