@@ -39,10 +39,10 @@ MACHINE_BLOCKS_PER_CALL = 5 * 1.1
 """A finished call in the machine (measured: 5.0 blocks: the record, its list, the joined
 argument text and the parsed arguments; a call that left pending holds no room count)."""
 
-TRACKER_BLOCKS_PER_CALL = 10 * 1.1
-"""A finished call in the async tracker (measured: 10.0 blocks: the machine's, its
-timeline (one array of times, written in place) and the snapshot taken when it became
-ready)."""
+TRACKER_BLOCKS_PER_CALL = 7 * 1.1
+"""A finished call in the async tracker (measured: 7.0 blocks: the machine's and its
+timeline, one array of times written in place; 10.0 before the snapshot of a ready call
+was built only when somebody reads it)."""
 
 
 class Counted:

@@ -610,6 +610,30 @@ async def test_ready_calls_yields_each_ready_call_once_in_ready_order() -> None:
 
 
 @pytest.mark.anyio
+async def test_ready_calls_started_late_yields_what_an_early_iterator_did() -> None:
+    # The snapshot of a ready call that nobody has read yet is built when first read:
+    # whatever the call did since (finished, failed), it is the call as it became ready,
+    # as an iterator that was there all along saw it.
+    with anyio.fail_after(DEADLINE):
+        watched, unwatched = ToolCallTracker(), ToolCallTracker()
+        early = watched.ready_calls()
+        for tracker in (watched, unwatched):
+            for call_id, outcome in [("ok", "result"), ("failed", "error"), ("runs", None)]:
+                apply_all(tracker, call_events(call_id, '{"n": [1, 2]}'))
+                if outcome is not None:
+                    tracker.apply({"type": outcome, "id": call_id, outcome: {"v": call_id}})
+            tracker.apply({"type": "end"})
+        seen = [call async for call in early]
+        late = [call async for call in unwatched.ready_calls()]
+        assert late == seen
+        assert [(c.id, c.status, c.args, c.result, c.error) for c in late] == [
+            (call_id, "running", {"n": [1, 2]}, None, None) for call_id in ("ok", "failed", "runs")
+        ]
+        assert late[2] is unwatched.get("runs")  # still running: the machine's own snapshot
+        assert [call async for call in unwatched.ready_calls()] == late  # built once
+
+
+@pytest.mark.anyio
 async def test_ready_calls_iterator_started_before_consume_sees_everything() -> None:
     with anyio.fail_after(DEADLINE):
         tracker = ToolCallTracker()

@@ -58,6 +58,7 @@ __all__ = [
     "STREAM",
     "TRANSITIONS",
     "Action",
+    "as_running",
     "IgnoreReason",
     "StreamAction",
     "reduce",
@@ -314,6 +315,14 @@ class _CallRecord:
                 _SNAPSHOT_FIELDS,
             )
         return snap
+
+
+def as_running(call: ToolCall) -> ToolCall:
+    """The snapshot ``call`` had while it was running: a call's name and arguments never
+    change once it is ready, and only its status, result and error do."""
+    values = dict(call.__dict__)
+    values["status"], values["result"], values["error"] = RUNNING, None, None
+    return construct(ToolCall, values, _SNAPSHOT_FIELDS)
 
 
 def _create(record: _CallRecord | None, call_id: str, payload: Any, limits: Limits) -> _CallRecord:

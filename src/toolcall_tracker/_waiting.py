@@ -22,6 +22,7 @@ from typing import Any, Final
 import anyio
 import anyio.lowlevel
 
+from ._reducer import as_running
 from .calls import Status, ToolCall
 from .changes import ChangeListener
 from .errors import InvalidArguments, ToolCallFailed, TrackerClosed, UnknownToolCall
@@ -108,7 +109,11 @@ class Waiting(ChangeListener):
         # Snapshots of the tracked calls that became ready, in that order (a forgotten
         # call's is dropped), and the live ready_calls() iterators, each with its own queue
         # of snapshots it has not yielded yet: memory follows what is tracked or unread.
-        self.ready: dict[str, ToolCall] = {}
+        # A snapshot nobody has read yet is None, built when first read, from the call
+        # as it is then (a call's name and arguments do not change once it is ready, and
+        # a ready call is not forgotten before it finishes): a turn that nobody iterates
+        # builds none (see ready_snapshots).
+        self.ready: dict[str, ToolCall | None] = {}
         # Each call's timeline as one array of monotonic times (NaN: not yet), indexed by
         # STARTED... FINISHED: setting a time allocates nothing. ``timeline()`` builds the
         # public CallTimeline from it, only when asked.
@@ -137,11 +142,11 @@ class Waiting(ChangeListener):
             times[STARTED] = now
         elif after is _RUNNING:
             self.timelines[call_id][READY] = now
-            snapshot = self._machine.get(call_id)
-            assert snapshot is not None
-            self.ready[call_id] = snapshot
             if self._iterators:
+                snapshot = self._machine.get(call_id)
+                assert snapshot is not None
                 self._deliver(snapshot)
+            self.ready[call_id] = snapshot
             # consume yields after a newly ready call even if nobody waits yet (at most
             # once per IDLE_READY_INTERVAL): a runner task started just before consume must
             # get to run while the stream goes on, whatever the source does.
@@ -178,6 +183,21 @@ class Waiting(ChangeListener):
                 self._woken[call_id] = [waiter]
             else:
                 woken.append(waiter)
+
+    def ready_snapshots(self) -> list[ToolCall]:
+        """The snapshots of the calls that became ready, in that order, each as it was
+        then (one nobody read yet is built now)."""
+        ready = self.ready
+        machine = self._machine
+        snapshots: list[ToolCall] = []
+        for call_id, snapshot in ready.items():
+            if snapshot is None:
+                current = machine.get(call_id)
+                assert current is not None
+                snapshot = current if current.status is _RUNNING else as_running(current)
+                ready[call_id] = snapshot
+            snapshots.append(snapshot)
+        return snapshots
 
     def call_forgotten(self, call_id: str) -> None:
         self.ready.pop(call_id, None)
@@ -362,7 +382,7 @@ class ReadyCalls:
 
     def __init__(self, waiting: Waiting) -> None:
         self._waiting = waiting
-        self.queue: deque[ToolCall] = deque(waiting.ready.values())
+        self.queue: deque[ToolCall] = deque(waiting.ready_snapshots())
 
     def __aiter__(self) -> ReadyCalls:
         return self
