@@ -150,18 +150,29 @@ class AnthropicAdapter(SinkAdapter):
             cls = type(item)
             if cls is dict:
                 try:  # subscripts, not get(): a missing key takes the general path below
-                    fast = item["type"] == "content_block_delta"
-                    if fast:
+                    kind = item["type"]
+                    if kind == "content_block_delta":
                         delta = item["delta"]
                         text = (
                             delta["partial_json"] if delta["type"] == "input_json_delta" else None
                         )
                         index = item["index"]
+                    elif kind == "content_block_start":
+                        index, content = item["index"], item["content_block"]
+                    elif kind == "content_block_stop":
+                        index = item["index"]
                 except (KeyError, TypeError):
-                    fast = False
-                if fast:
+                    kind = None
+                if kind == "content_block_delta":
                     if type(delta) is not dict or not calls.more(index, text):
                         self._on_delta(item)
+                    return
+                if kind == "content_block_start" or kind == "content_block_stop":
+                    if not calls.ended:  # (the calls' own events, read: as below)
+                        if kind == "content_block_start":
+                            self._on_block_start(index, content)
+                        else:
+                            calls.close(index, "content_block_stop")
                     return
             elif _IS_MAPPING.get(cls) is False:
                 try:  # an SDK event of this type has every field
@@ -239,7 +250,8 @@ class AnthropicAdapter(SinkAdapter):
             self._stop_reason = reason
 
     def _on_block_start(self, index: Any, content: Any) -> None:
-        block_type = _get(content, "type")
+        plain = type(content) is dict  # (read with get: _get's first test, done once)
+        block_type = content.get("type") if plain else _get(content, "type")
         if block_type not in self._tool_types:
             if self._server_tools and isinstance(block_type, str):
                 self._on_server_result(content, block_type)
@@ -248,13 +260,13 @@ class AnthropicAdapter(SinkAdapter):
             logger.debug("anthropic: ignored a tool block without an integer index")
             return
         server = block_type in _SERVER_TOOL_BLOCKS
+        if plain:
+            call_id, name, initial = content.get("id"), content.get("name"), content.get("input")
+        else:
+            call_id, name = _get(content, "id"), _get(content, "name")
+            initial = _get(content, "input")
         record = self._calls.start(
-            index,
-            _get(content, "id"),
-            _get(content, "name"),
-            "content_block_start",
-            initial=_get(content, "input"),
-            server=server,
+            index, call_id, name, "content_block_start", initial=initial, server=server
         )
         if record is not None and server:
             self._server_calls.add(record.call_id)

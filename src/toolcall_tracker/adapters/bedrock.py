@@ -141,13 +141,16 @@ class BedrockConverseAdapter(SinkAdapter):
             if calls.ended:
                 return
             if type(item) is dict:  # the fast path: more text, as boto3's plain dicts
-                body = item.get("contentBlockDelta")
+                body = item.get("contentBlockDelta")  # (get: most other events lack it)
                 if type(body) is dict:
-                    fragment = body.get("delta")
-                    tool_use = fragment.get("toolUse") if type(fragment) is dict else None
-                    if type(tool_use) is dict and calls.more(
-                        body.get("contentBlockIndex"), tool_use.get("input")
-                    ):
+                    try:  # subscripts: a missing key takes the general path below
+                        fragment = body["delta"]
+                        tool_use = fragment["toolUse"] if type(fragment) is dict else None
+                        if type(tool_use) is dict:
+                            index, text = body["contentBlockIndex"], tool_use["input"]
+                    except KeyError:
+                        tool_use = None
+                    if type(tool_use) is dict and calls.more(index, text):
                         return
             delta = _get(item, "contentBlockDelta", "content_block_delta")
             if delta is not None:
