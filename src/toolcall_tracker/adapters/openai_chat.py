@@ -29,6 +29,7 @@ from ._common import _usable_id
 from ._openai import (
     _FAILED,
     _HELD,
+    _MAPPING_TYPES,
     _PENDING,
     _READY,
     OpenAICallFailure,
@@ -160,13 +161,48 @@ class OpenAIChatAdapter(_Emitter):
         """
         if self._calls.ended:
             return
-        if type(item) is dict:
+        cls = type(item)
+        if cls is dict:
             if self._fast_dict(item):
                 return
-        elif _is_mapping(item):
+        elif _MAPPING_TYPES.get(cls) is False or not _is_mapping(item):
+            # An SDK chunk. The commonest, read here with plain attribute access (a call
+            # less per fragment): one choice, no finish reason, one tool-call fragment that
+            # only carries more arguments for a streaming call found by index, which the
+            # table's fast path writes. Any other chunk, or one not shaped like an SDK
+            # object (a read raises AttributeError), takes the general route.
+            call = None
+            try:
+                choices = item.choices
+                if type(choices) is list and len(choices) == 1:
+                    choice = choices[0]
+                    tool_calls = choice.delta.tool_calls
+                    if (
+                        choice.finish_reason is None
+                        and type(tool_calls) is list
+                        and len(tool_calls) == 1
+                    ):
+                        fragment = tool_calls[0]
+                        position = fragment.index
+                        function = fragment.function
+                        if (
+                            type(position) is int
+                            and fragment.id is None
+                            and function is not None
+                            and function.name is None
+                        ):
+                            index = choice.index
+                            state = self._choices.get(index if type(index) is int else 0)
+                            call = None if state is None else state.by_index.get(position)
+                            if call is not None:
+                                arguments = function.arguments
+            except AttributeError:
+                call = None
+            else:
+                if call is not None and self._calls.more_of(call, arguments):
+                    return
+        else:
             item = dict(item)  # an OrderedDict, say: read as the dict it is
-        elif self._fast_fragment(item):
-            return
         get: _Getter = _get if type(item) is dict else getattr
         choices = get(item, "choices", None)
         if type(choices) is not list:
@@ -207,41 +243,11 @@ class OpenAIChatAdapter(_Emitter):
             if finish is not None:
                 self._finish(state, finish)
 
-    def _fast_fragment(self, item: Any) -> bool:
-        """The commonest SDK chunk, read with plain attribute access: one choice, no finish
-        reason, one tool-call fragment that only carries more arguments for a streaming
-        call found by index (the table's fast path). Writes the text and returns ``True``;
-        ``False`` for any other chunk (including one not shaped like an SDK object), which
-        takes the general route."""
-        try:
-            choices = item.choices
-            if type(choices) is not list or len(choices) != 1:
-                return False
-            choice = choices[0]
-            if choice.finish_reason is not None:
-                return False
-            tool_calls = choice.delta.tool_calls
-            if type(tool_calls) is not list or len(tool_calls) != 1:
-                return False
-            fragment = tool_calls[0]
-            position = fragment.index
-            if type(position) is not int or fragment.id is not None:
-                return False
-            index = choice.index
-            function = fragment.function
-            if function is None or function.name is not None:
-                return False
-            arguments = function.arguments
-        except AttributeError:
-            return False
-        state = self._choices.get(index if type(index) is int else 0)
-        call = None if state is None else state.by_index.get(position)
-        return call is not None and self._calls.more_of(call, arguments)
-
     def _fast_dict(self, item: dict[str, Any]) -> bool:
-        """:meth:`_fast_fragment` for a plain dict chunk. Its levels are read with ``get``
-        without a type check each: a level of another shape raises ``AttributeError`` or
-        ``TypeError`` while it is read, and the chunk takes the general route."""
+        """:meth:`_translate`'s fast path for SDK chunks, for a plain dict chunk. Its levels
+        are read with ``get`` without a type check each: a level of another shape raises
+        ``AttributeError`` or ``TypeError`` while it is read, and the chunk takes the
+        general route."""
         try:
             choices = item.get("choices")
             if type(choices) is not list or len(choices) != 1:
