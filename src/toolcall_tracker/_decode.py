@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from ._support import bounded_repr as _short
 from .errors import InvalidEvent
-from .events import End, parse_event
+from .events import Delta, End, Error, Ready, Result, Start, parse_event
 
 _MISSING: Any = object()
 _PAYLOAD_FIELD: dict[str, str | None] = {
@@ -54,7 +54,22 @@ def decode(event: object) -> tuple[str, Any, Any] | None:
             reason = event.get("reason")
             if type(ok) is bool and (reason is None or type(reason) is str):
                 return kind, None, End(ok=ok, reason=reason)
-    model = parse_event(event)
+    else:
+        spec = _MODEL_FIELD.get(type(event))
+        if spec is not None:  # a call's event model, of the class exactly
+            kind, name = spec
+            values = event.__dict__  # (a model's fields: no property or __getattr__)
+            call_id = values.get("id")
+            payload = None if name is None else values.get(name, _MISSING)
+            if (
+                type(call_id) is str
+                and call_id
+                and values.get("type") == kind  # (model_construct may have set another)
+                and payload is not _MISSING
+                and (type(payload) is str if kind in _TEXT_PAYLOAD else True)
+            ):
+                return kind, call_id, payload
+    model = parse_event(event)  # (the authority, for anything the checks above doubt)
     if model is None:
         return None
     if isinstance(model, End):
@@ -78,6 +93,15 @@ def decode(event: object) -> tuple[str, Any, Any] | None:
 
 
 _TEXT_PAYLOAD = frozenset({"start", "delta"})
+# Per event model class (exactly: a subclass may redefine anything): its type and the
+# field that is its payload.
+_MODEL_FIELD: dict[type, tuple[str, str | None]] = {
+    Start: ("start", "name"),
+    Delta: ("delta", "args_text_delta"),
+    Ready: ("ready", None),
+    Result: ("result", "result"),
+    Error: ("error", "error"),
+}
 
 
 def _revalidate(model: BaseModel) -> None:
