@@ -145,9 +145,11 @@ class AnthropicAdapter(SinkAdapter):
         raises propagates; an event that cannot be read is logged and ignored."""
         calls = self._calls
         try:
-            # The fast path: more text for a call already streaming, read from a dict or
-            # an SDK object with plain access. Anything else takes the general path.
+            # The fast path: the events of a call (more text, its block's start and stop),
+            # read from a dict or an SDK object with plain access. Anything else, or
+            # anything shaped otherwise, takes the general path below.
             cls = type(item)
+            kind = None
             if cls is dict:
                 try:  # subscripts, not get(): a missing key takes the general path below
                     kind = item["type"]
@@ -157,36 +159,38 @@ class AnthropicAdapter(SinkAdapter):
                             delta["partial_json"] if delta["type"] == "input_json_delta" else None
                         )
                         index = item["index"]
+                        if type(delta) is not dict:
+                            text = None  # (a dict's subclass: the general path decides)
                     elif kind == "content_block_start":
                         index, content = item["index"], item["content_block"]
                     elif kind == "content_block_stop":
                         index = item["index"]
                 except (KeyError, TypeError):
                     kind = None
-                if kind == "content_block_delta":
-                    if type(delta) is not dict or not calls.more(index, text):
-                        self._on_delta(item)
-                    return
-                if kind == "content_block_start" or kind == "content_block_stop":
-                    if not calls.ended:  # (the calls' own events, read: as below)
-                        if kind == "content_block_start":
-                            self._on_block_start(index, content)
-                        else:
-                            calls.close(index, "content_block_stop")
-                    return
             elif _IS_MAPPING.get(cls) is False:
                 try:  # an SDK event of this type has every field
-                    fast = item.type == "content_block_delta"
-                    if fast:
+                    kind = item.type
+                    if kind == "content_block_delta":
                         delta = item.delta
                         text = delta.partial_json if delta.type == "input_json_delta" else None
                         index = item.index
+                    elif kind == "content_block_start":
+                        index, content = item.index, item.content_block
+                    elif kind == "content_block_stop":
+                        index = item.index
                 except Exception:  # not shaped like an SDK event, or a read raised:
-                    fast = False  # the general path reads it through _get
-                if fast:
-                    if not calls.more(index, text):
-                        self._on_delta(item)
-                    return
+                    kind = None  # the general path reads it through _get
+            if kind == "content_block_delta":
+                if not calls.more(index, text):
+                    self._on_delta(item)
+                return
+            if kind == "content_block_start" or kind == "content_block_stop":
+                if not calls.ended:  # (the calls' own events, read: as below)
+                    if kind == "content_block_start":
+                        self._on_block_start(index, content)
+                    else:
+                        calls.close(index, "content_block_stop")
+                return
             kind = _get(item, "type")
             if kind == "content_block_delta":
                 self._on_delta(item)
