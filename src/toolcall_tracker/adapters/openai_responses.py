@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..limits import Limits
+from ._calls import Record
 from ._openai import (
     _FAILED,
     _PENDING,
@@ -480,6 +481,15 @@ class OpenAIResponsesAdapter(_Emitter):
         """End the turn; nothing is routed any more (the hot path asks nothing else)."""
         self._by_item = {}
         self._calls.end(ok, reason)
+
+    @staticmethod
+    def _failure(record: Record, why: str, event_type: str) -> OpenAICallFailure:
+        """The table's failure factory (see ``_Emitter._failure``), holding no reference to
+        the adapter: a bound method would make adapter and table a reference cycle, each
+        turn's records left for the garbage collector instead of freed at once."""
+        return OpenAIMalformedToolCall(
+            api="responses", field=event_type, message=f"tool call {record.call_id!r}: {why}"
+        )
 
     def _calls_event(self) -> str:
         return _ARGS_DELTA  # (``RULES["openai_responses"].delta_event``, without the look-up)
