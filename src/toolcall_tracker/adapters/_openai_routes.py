@@ -1,5 +1,6 @@
 """The OpenAI Chat adapter's routing records, bounded by ``Limits.max_calls`` (private);
-and the Responses output items that are not routed at all (:func:`report_untracked`).
+for the Responses adapter, how an item is read (:func:`by_attribute`) and the output items
+that are not routed at all (:func:`report_untracked`).
 
 The Chat adapter routes each fragment itself: by server id, by index, or to the latest call
 of its choice (see :class:`~toolcall_tracker.adapters.OpenAIChatAdapter`). Those routes and
@@ -36,10 +37,20 @@ from typing import Any, Final
 
 from ..limits import Limits
 from ..sink import EventSink
-from ._openai import _FAILED, _HELD, _PENDING, _READY, _Call, _Emitter, _get, _logger
+from ._openai import (
+    _FAILED,
+    _HELD,
+    _PENDING,
+    _READY,
+    _Call,
+    _Emitter,
+    _get,
+    _is_mapping,
+    _logger,
+)
 from ._sinkguard import SinkRaised
 
-__all__ = ["_Choice", "_Routes", "report_untracked"]
+__all__ = ["BY_ATTRIBUTE", "_Choice", "_Routes", "by_attribute", "report_untracked"]
 
 
 class _Choice:
@@ -255,7 +266,20 @@ class _Routes:
         self._size = self._live = 0
 
 
-# -- Responses: output items that are no call it tracks -----------------------------------
+# -- Responses: reading items; output items that are no call it tracks --------------------
+
+BY_ATTRIBUTE: Final[set[type]] = set()
+"""The classes of the items seen that are read by attribute (SDK objects): a set look-up
+per item instead of the call ``_is_mapping`` is."""
+
+
+def by_attribute(item: object) -> bool:
+    """Whether ``item`` is read by attribute (not a ``Mapping``); remembers its class."""
+    if _is_mapping(item):
+        return False
+    BY_ATTRIBUTE.add(type(item))
+    return True
+
 
 _SERVER_RUN: Final = frozenset(
     {

@@ -38,10 +38,9 @@ from ._openai import (
     _Emitter,
     _get,
     _Getter,
-    _is_mapping,
     _logger,
 )
-from ._openai_routes import report_untracked
+from ._openai_routes import BY_ATTRIBUTE, by_attribute, report_untracked
 
 __all__ = [
     "OpenAIArgumentsMismatch",
@@ -58,16 +57,6 @@ _ITEM_DONE: Final = "response.output_item.done"
 _COMPLETED: Final = "response.completed"
 _CUSTOM_DELTA: Final = "response.custom_tool_call_input.delta"
 _CUSTOM_DONE: Final = "response.custom_tool_call_input.done"
-
-_BY_ATTRIBUTE: Final[set[type]] = set()  # classes of items read by attribute (SDK objects)
-
-
-def _by_attribute(item: object) -> bool:
-    """Whether ``item`` is read by attribute (not a ``Mapping``); remembers its class."""
-    if _is_mapping(item):
-        return False
-    _BY_ATTRIBUTE.add(type(item))
-    return True
 
 
 def _json_string_body(text: str) -> str:
@@ -184,7 +173,7 @@ class OpenAIResponsesAdapter(_Emitter):
                 item_id, fragment = item["item_id"], item["delta"]
             except KeyError:
                 item_id, fragment = item.get("item_id"), item.get("delta")
-        elif cls in _BY_ATTRIBUTE or _by_attribute(item):  # an SDK object
+        elif cls in BY_ATTRIBUTE or by_attribute(item):  # an SDK object
             try:  # plain attributes (an SDK event has every field), else None
                 kind = item.type
             except AttributeError:
@@ -201,7 +190,7 @@ class OpenAIResponsesAdapter(_Emitter):
             return
         call = self._by_item.get(item_id) if type(item_id) is str else None
         if call is None or not self._calls.more_of(call, fragment):
-            self._fragment(item_id, fragment)
+            self._fragment(call, item_id, fragment)
 
     def _event(self, item: Any, kind: Any, get: _Getter) -> None:
         """Any event but a fragment: its handler (``_HANDLERS``). Only the item's own fields
@@ -250,14 +239,14 @@ class OpenAIResponsesAdapter(_Emitter):
         detail = code if type(code) is str and code else message
         self._cut_off(f"error: {detail}" if type(detail) is str else "error")
 
-    def _fragment(self, item_id: Any, fragment: Any) -> None:
-        """A ``function_call_arguments.delta``: ``fragment`` for the call of ``item_id``."""
+    def _fragment(self, call: _RCall | None, item_id: Any, fragment: Any) -> None:
+        """A ``function_call_arguments.delta`` the fast path did not take: ``fragment`` for
+        ``call``, the announced call of ``item_id`` (``None``: there is none)."""
         if type(fragment) is not str or not fragment or self._calls.ended:
             return
-        call = self._by_item.get(item_id) if type(item_id) is str else None
         if call is None:
             _logger.debug("ignored a delta for an unannounced item %.80r", item_id)
-        elif not self._calls.more_of(call, fragment) and call.status == _PENDING:
+        elif call.status == _PENDING:
             self._append(call, fragment)
 
     def _finish_stream(self) -> None:
@@ -282,7 +271,7 @@ class OpenAIResponsesAdapter(_Emitter):
         """A call output item: start its call, and settle it if ``source``."""
         cls = type(item)  # the item's getter, picked once (as in _translate)
         get: _Getter = _dict_get if cls is dict else _get
-        if cls is not dict and (cls in _BY_ATTRIBUTE or _by_attribute(item)):
+        if cls is not dict and (cls in BY_ATTRIBUTE or by_attribute(item)):
             get = getattr
         item_type = get(item, "type", None)
         if item_type == "function_call":
@@ -484,12 +473,10 @@ class OpenAIResponsesAdapter(_Emitter):
 
     @staticmethod
     def _failure(record: Record, why: str, event_type: str) -> OpenAICallFailure:
-        """The table's failure factory (see ``_Emitter._failure``), holding no reference to
-        the adapter: a bound method would make adapter and table a reference cycle, each
-        turn's records left for the garbage collector instead of freed at once."""
-        return OpenAIMalformedToolCall(
-            api="responses", field=event_type, message=f"tool call {record.call_id!r}: {why}"
-        )
+        """``_Emitter._failure`` without the adapter: a bound method would make adapter and
+        table a reference cycle (each turn freed by the garbage collector, not at once)."""
+        message = f"tool call {record.call_id!r}: {why}"
+        return OpenAIMalformedToolCall(api="responses", field=event_type, message=message)
 
     def _calls_event(self) -> str:
         return _ARGS_DELTA  # (``RULES["openai_responses"].delta_event``, without the look-up)
