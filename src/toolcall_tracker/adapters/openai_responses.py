@@ -23,9 +23,9 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..limits import Limits
+from ._calls import Record
 from ._openai import (
     _FAILED,
-    _MAPPING_TYPES,
     _PENDING,
     _READY,
     OpenAIArgumentsMismatch,
@@ -38,9 +38,9 @@ from ._openai import (
     _Emitter,
     _get,
     _Getter,
-    _is_mapping,
     _logger,
 )
+from ._openai_routes import BY_ATTRIBUTE, by_attribute, report_untracked
 
 __all__ = [
     "OpenAIArgumentsMismatch",
@@ -57,17 +57,6 @@ _ITEM_DONE: Final = "response.output_item.done"
 _COMPLETED: Final = "response.completed"
 _CUSTOM_DELTA: Final = "response.custom_tool_call_input.delta"
 _CUSTOM_DONE: Final = "response.custom_tool_call_input.done"
-_SERVER_RUN: Final = frozenset(
-    {
-        "web_search_call",
-        "file_search_call",
-        "code_interpreter_call",
-        "image_generation_call",
-        "mcp_call",
-        "tool_search_call",
-    }
-)
-"""Output items the server runs itself: nothing for the client to answer."""
 
 
 def _json_string_body(text: str) -> str:
@@ -167,11 +156,10 @@ class OpenAIResponsesAdapter(_Emitter):
         Raises:
             TypeError: ``item`` is not a provider item at all (see the module docs).
         """
-        if self._calls.ended:
-            return
         # The hot path: a fragment, read with plain access from a dict or an SDK object,
         # for a streaming call: the table's fast path (``CallTable.more_of``). Any
-        # other fragment: _fragment; any other event: its handler (_event).
+        # other fragment: _fragment; any other event: its handler (_event). Neither
+        # writes once the turn ended; nor does the hot path: _end empties ``_by_item``.
         cls = type(item)
         if cls is dict:
             try:  # plain subscripts (the fields are there), else the defaults of ``get``
@@ -185,7 +173,7 @@ class OpenAIResponsesAdapter(_Emitter):
                 item_id, fragment = item["item_id"], item["delta"]
             except KeyError:
                 item_id, fragment = item.get("item_id"), item.get("delta")
-        elif _MAPPING_TYPES.get(cls) is False or not _is_mapping(item):  # an SDK object
+        elif cls in BY_ATTRIBUTE or by_attribute(item):  # an SDK object
             try:  # plain attributes (an SDK event has every field), else None
                 kind = item.type
             except AttributeError:
@@ -202,11 +190,13 @@ class OpenAIResponsesAdapter(_Emitter):
             return
         call = self._by_item.get(item_id) if type(item_id) is str else None
         if call is None or not self._calls.more_of(call, fragment):
-            self._fragment(item_id, fragment)
+            self._fragment(call, item_id, fragment)
 
     def _event(self, item: Any, kind: Any, get: _Getter) -> None:
         """Any event but a fragment: its handler (``_HANDLERS``). Only the item's own fields
         are read with ``get`` (``dict.get`` or ``getattr``), nested ones with their own."""
+        if self._calls.ended:
+            return
         handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
         if handler is not None:
             handler(self, item, get)
@@ -215,9 +205,11 @@ class OpenAIResponsesAdapter(_Emitter):
 
     # -- one handler per event type (``_HANDLERS``) -----------------------------------
 
-    def _on_item(self, item: Any, get: _Getter) -> None:  # output_item.added / .done
-        source = None if get(item, "type", None) == _ITEM_ADDED else _ITEM_DONE
-        self._item(get(item, "item", None), get(item, "output_index", None), source)
+    def _on_item_added(self, item: Any, get: _Getter) -> None:
+        self._item(get(item, "item", None), get(item, "output_index", None), None)
+
+    def _on_item_done(self, item: Any, get: _Getter) -> None:
+        self._item(get(item, "item", None), get(item, "output_index", None), _ITEM_DONE)
 
     def _on_args_done(self, item: Any, get: _Getter) -> None:
         call = self._route(get(item, "item_id", None), get(item, "output_index", None))
@@ -247,20 +239,20 @@ class OpenAIResponsesAdapter(_Emitter):
         detail = code if type(code) is str and code else message
         self._cut_off(f"error: {detail}" if type(detail) is str else "error")
 
-    def _fragment(self, item_id: Any, fragment: Any) -> None:
-        """A ``function_call_arguments.delta``: ``fragment`` for the call of ``item_id``."""
-        if type(fragment) is not str or not fragment:
+    def _fragment(self, call: _RCall | None, item_id: Any, fragment: Any) -> None:
+        """A ``function_call_arguments.delta`` the fast path did not take: ``fragment`` for
+        ``call``, the announced call of ``item_id`` (``None``: there is none)."""
+        if type(fragment) is not str or not fragment or self._calls.ended:
             return
-        call = self._by_item.get(item_id) if type(item_id) is str else None
         if call is None:
             _logger.debug("ignored a delta for an unannounced item %.80r", item_id)
-        elif not self._calls.more_of(call, fragment) and call.status == _PENDING:
+        elif call.status == _PENDING:
             self._append(call, fragment)
 
     def _finish_stream(self) -> None:
         """``End(ok=False)`` if the stream ended before a terminal event, else nothing."""
         if not self._calls.ended:
-            self._calls.end(False, "stream ended before response.completed")
+            self._end(False, "stream ended before response.completed")
 
     # -- internals --------------------------------------------------------------------
 
@@ -278,9 +270,9 @@ class OpenAIResponsesAdapter(_Emitter):
     def _item(self, item: Any, output_index: Any, source: str | None) -> None:
         """A call output item: start its call, and settle it if ``source``."""
         cls = type(item)  # the item's getter, picked once (as in _translate)
-        get: _Getter = (
-            _dict_get if cls is dict else getattr if _MAPPING_TYPES.get(cls) is False else _get
-        )
+        get: _Getter = _dict_get if cls is dict else _get
+        if cls is not dict and (cls in BY_ATTRIBUTE or by_attribute(item)):
+            get = getattr
         item_type = get(item, "type", None)
         if item_type == "function_call":
             custom = False
@@ -288,12 +280,11 @@ class OpenAIResponsesAdapter(_Emitter):
             custom = True
         else:
             if source is None and type(item_type) is str and item_type.endswith("_call"):
-                self._untracked(item, item_type)
+                report_untracked(item, item_type)
             return
         max_id = self._limits.max_id_chars
         item_id = get(item, "id", None)
         call_id = get(item, "call_id", None)
-        name = get(item, "name", None)
         if type(item_id) is not str or not 0 < len(item_id) <= max_id:
             item_id = None  # unusable: as if absent (see _common._usable_id)
         if type(call_id) is not str or not 0 < len(call_id) <= max_id:
@@ -302,6 +293,18 @@ class OpenAIResponsesAdapter(_Emitter):
         call = None
         if item_id is not None:
             call = self._by_item.get(item_id)
+            if source is not None and call is not None and call.status == _READY:
+                # output_item.done, response.completed repeating a call already ready (so
+                # named and started): what the general path below does, in short.
+                if call.custom is custom:
+                    if call_id is not None:
+                        self._by_call_id.setdefault(call_id, call)
+                    if output_index is not None:
+                        self._by_output.setdefault(output_index, call)
+                    arguments = get(item, "input" if custom else "arguments", None)
+                    if type(arguments) is not str or arguments != call.verified:
+                        self._settle(call, arguments, source)  # (verified: nothing to do)
+                return
         if call is None and call_id is not None:
             call = self._by_call_id.get(call_id)
         if call is None and source is not None and output_index is not None:
@@ -316,6 +319,7 @@ class OpenAIResponsesAdapter(_Emitter):
             tracker_id = self._calls.claim(key, call_id if call_id is not None else item_id)
             if tracker_id is None:
                 return
+            name = get(item, "name", None)
             call = _RCall(key, tracker_id, name if type(name) is str and name else None)
             call.custom = custom
             call.verified = None
@@ -332,8 +336,10 @@ class OpenAIResponsesAdapter(_Emitter):
             self._by_call_id.setdefault(call_id, call)
         if output_index is not None:
             self._by_output.setdefault(output_index, call)
-        if not call.name and type(name) is str and name:
-            call.name = name
+        if not call.name:
+            name = get(item, "name", None)
+            if type(name) is str and name:
+                call.name = name
         if not call.started and call.name:
             self._start(call)
         arguments = get(item, "input" if custom else "arguments", None)
@@ -351,18 +357,6 @@ class OpenAIResponsesAdapter(_Emitter):
         opening quote first; :meth:`_Emitter._ready` writes the closing one)."""
         body = _json_string_body(text)
         self._append(call, body if call.has_text else '"' + body)
-
-    def _untracked(self, item: Any, item_type: str) -> None:
-        """An output item that looks like a call but is none this adapter tracks."""
-        if item_type in _SERVER_RUN:
-            _logger.debug("ignored a %s item: the server runs it", item_type)
-            return
-        _logger.warning(
-            "ignored a %s output item (call_id %.80r): only function_call and "
-            "custom_tool_call items are tracked; answer it yourself",
-            item_type,
-            _get(item, "call_id"),
-        )
 
     def _prune(self) -> bool:
         """Release the records of calls already ready or failed (their ids are remembered);
@@ -453,7 +447,7 @@ class OpenAIResponsesAdapter(_Emitter):
         for call in self._order:
             if call.status == _PENDING:
                 self._ready(call)
-        self._calls.end(True, "completed")
+        self._end(True, "completed")
 
     def _stopped(self, item: Any, get: _Getter) -> None:
         response = get(item, "response", None)
@@ -470,14 +464,29 @@ class OpenAIResponsesAdapter(_Emitter):
 
     def _cut_off(self, reason: str) -> None:
         self._fail_pending(self._order, reason, None)
-        self._calls.end(False, reason)
+        self._end(False, reason)
+
+    def _end(self, ok: bool, reason: str) -> None:
+        """End the turn; nothing is routed any more (the hot path asks nothing else)."""
+        self._by_item = {}
+        self._calls.end(ok, reason)
+
+    @staticmethod
+    def _failure(record: Record, why: str, event_type: str) -> OpenAICallFailure:
+        """``_Emitter._failure`` without the adapter: a bound method would make adapter and
+        table a reference cycle (each turn freed by the garbage collector, not at once)."""
+        message = f"tool call {record.call_id!r}: {why}"
+        return OpenAIMalformedToolCall(api="responses", field=event_type, message=message)
+
+    def _calls_event(self) -> str:
+        return _ARGS_DELTA  # (``RULES["openai_responses"].delta_event``, without the look-up)
 
 
 _Handler = Callable[[OpenAIResponsesAdapter, Any, _Getter], None]
 _HANDLERS: Final[dict[str, _Handler]] = {
-    _ITEM_ADDED: OpenAIResponsesAdapter._on_item,
+    _ITEM_ADDED: OpenAIResponsesAdapter._on_item_added,
     _ARGS_DONE: OpenAIResponsesAdapter._on_args_done,
-    _ITEM_DONE: OpenAIResponsesAdapter._on_item,
+    _ITEM_DONE: OpenAIResponsesAdapter._on_item_done,
     _CUSTOM_DELTA: OpenAIResponsesAdapter._on_custom_delta,
     _CUSTOM_DONE: OpenAIResponsesAdapter._on_custom_done,
     _COMPLETED: OpenAIResponsesAdapter._completed,
