@@ -259,6 +259,23 @@ class _Call(Record):
         self.retired = False  # (Chat) no longer among its choice's live calls (_openai_routes)
 
 
+def _failure_of(api: _API) -> Callable[[Record, str, str], OpenAICallFailure]:
+    """The call table's failure factory for ``api`` (the table fails no OpenAI call on its
+    own; the adapters pass their error values)."""
+
+    def failure(record: Record, why: str, event_type: str) -> OpenAICallFailure:
+        message = f"tool call {record.call_id!r}: {why}"
+        return OpenAIMalformedToolCall(api=api, field=event_type, message=message)
+
+    return failure
+
+
+_FAILURES: Final[dict[str, Callable[[Record, str, str], OpenAICallFailure]]] = {
+    "chat.completions": _failure_of("chat.completions"),
+    "responses": _failure_of("responses"),
+}
+
+
 class _Emitter(SinkAdapter):
     """Both adapters on the call table (see the module doc): ids, starting, appending,
     readying, failing, the end; and a name that arrives after the text."""
@@ -268,16 +285,13 @@ class _Emitter(SinkAdapter):
 
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
-        self._table = self._calls = CallTable(RULES[self._rules_name], self._failure, self._sink)
+        # The table's failure factory is the API's, not a bound method: that would make
+        # adapter and table a reference cycle, and every turn (adapter, records, the
+        # machine they write into) would wait for the garbage collector.
+        failure = _FAILURES[self._api]
+        self._table = self._calls = CallTable(RULES[self._rules_name], failure, self._sink)
         self._waiting = 0  # calls holding text until their name arrives
         self._held = 0  # the characters they hold, all together
-
-    def _failure(self, record: Record, why: str, event_type: str) -> OpenAICallFailure:
-        """The table's failure factory (the table fails no OpenAI call on its own; the
-        adapters pass their error values)."""
-        return OpenAIMalformedToolCall(
-            api=self._api, field=event_type, message=f"tool call {record.call_id!r}: {why}"
-        )
 
     def _admit(self, call: _Call) -> bool:
         """Count a call created without a name; ``False`` if ``Limits.max_calls`` such

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..limits import Limits
-from ._calls import Record
 from ._openai import (
     _FAILED,
     _PENDING,
@@ -470,13 +469,6 @@ class OpenAIResponsesAdapter(_Emitter):
         """End the turn; nothing is routed any more (the hot path asks nothing else)."""
         self._by_item = {}
         self._calls.end(ok, reason)
-
-    @staticmethod
-    def _failure(record: Record, why: str, event_type: str) -> OpenAICallFailure:
-        """``_Emitter._failure`` without the adapter: a bound method would make adapter and
-        table a reference cycle (each turn freed by the garbage collector, not at once)."""
-        message = f"tool call {record.call_id!r}: {why}"
-        return OpenAIMalformedToolCall(api="responses", field=event_type, message=message)
 
     def _calls_event(self) -> str:
         return _ARGS_DELTA  # (``RULES["openai_responses"].delta_event``, without the look-up)
