@@ -33,10 +33,10 @@ from typing import Any, Final
 from pydantic_core import to_json
 
 from .._json import _ArgumentsError, parse_json
-from ._calls import Record
+from ._calls import CallTable, Record
 from ._common import _json_text
 
-__all__ = ["MISSING", "Held", "forget", "input_text", "json_equal", "resize"]
+__all__ = ["MISSING", "Held", "forget", "input_text", "json_equal", "ready_step", "resize"]
 
 MISSING: Final[Any] = object()
 _EXACT: Final = 2**53
@@ -90,6 +90,17 @@ def resize(streams: Iterable[Held], max_args_chars: int) -> None:
     """Give held calls the room a new ``Limits.max_args_chars`` leaves them."""
     for held in streams:
         held.room = max_args_chars - held.size()
+
+
+def ready_step(step: Iterable[Record], held: dict[str, Held], table: CallTable) -> None:
+    """The end of a step: its calls whose input is stated and that wait for no approval
+    are made ready (and no longer held; their text was written)."""
+    close = table.close
+    for record in step:
+        found = held.get(record.call_id)
+        if found is not None and found.available and found.approval_id is None:
+            del held[record.call_id]
+            close(record.call_id, "tool-output-available")
 
 
 def input_text(held: Held, given: Any) -> tuple[str | None, bool]:

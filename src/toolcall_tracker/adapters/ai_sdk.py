@@ -86,7 +86,7 @@ from ._ai_sdk_encoder import (
     to_sse,
 )
 from ._ai_sdk_ids import AISDKStreamIds
-from ._ai_sdk_input import MISSING, Held, forget, input_text, resize
+from ._ai_sdk_input import MISSING, Held, forget, input_text, ready_step, resize
 from ._ai_sdk_listener import AISDKListener
 from ._ai_sdk_parts import _decode_text
 from ._base import SinkAdapter
@@ -197,37 +197,42 @@ class AISDKAdapter(SinkAdapter):
     def _translate(self, item: Any) -> None:
         """Write the events one part implies (possibly none). Only what the sink raises
         propagates; a part that cannot be read is logged and ignored."""
-        if type(item) is dict:  # the fast path: more text for a held call (as _on_delta)
+        handler = None
+        if type(item) is dict and self._due is None:  # the fast paths (none while one is due)
             try:
-                if item["type"] == "tool-input-delta" and self._due is None:
+                kind = item["type"]
+                if kind == "tool-input-delta":  # more text for a held call (as _on_delta)
                     held = self._streams[item["toolCallId"]]
                     text = item["inputTextDelta"]
                     if type(text) is str:
                         if not held.add(text):
                             self._outgrown(held)
                         return
+                else:  # a call's start or stated input: its handler at once
+                    handler = _QUICK.get(kind)
             except (KeyError, TypeError):  # not such a part: the general route
                 pass
         try:
-            if isinstance(item, str | bytes):
-                item = _decode_text(item)
-            kind = _get(item, "type")
-            if not isinstance(kind, str):
-                return
-            due = self._due
-            if due is not None and not (
-                kind == "tool-approval-request" and _get(item, "toolCallId") == due.call_id
-            ):
-                self._due = None  # reset-step and abort take it back instead
-                waiting = self._held.get(due.call_id)
-                if (
-                    waiting is not None
-                    and waiting.available
-                    and waiting.approval_id is None
-                    and kind not in ("reset-step", "abort")
+            if handler is None:
+                if isinstance(item, str | bytes):
+                    item = _decode_text(item)
+                kind = _get(item, "type")
+                if not isinstance(kind, str):
+                    return
+                due = self._due
+                if due is not None and not (
+                    kind == "tool-approval-request" and _get(item, "toolCallId") == due.call_id
                 ):
-                    self._ready(due)
-            handler = self._HANDLERS.get(kind)
+                    self._due = None  # reset-step and abort take it back instead
+                    waiting = self._held.get(due.call_id)
+                    if (
+                        waiting is not None
+                        and waiting.available
+                        and waiting.approval_id is None
+                        and kind not in ("reset-step", "abort")
+                    ):
+                        self._ready(due)
+                handler = self._HANDLERS.get(kind)
             if handler is not None and not (self._calls.ended and kind in _BEFORE_END):
                 handler(self, item)
         except READ_ERRORS:
@@ -254,8 +259,7 @@ class AISDKAdapter(SinkAdapter):
             self._outgrown(held)
 
     def _outgrown(self, held: Held) -> None:
-        """A held call's text outgrew ``Limits.max_args_chars``: it is written, and the
-        sink fails the call (``ArgumentsTooLarge``)."""
+        """A held call outgrew ``max_args_chars``: written, the sink fails it (too large)."""
         record = held.record
         del self._held[record.call_id]
         del self._streams[record.call_id]
@@ -371,13 +375,7 @@ class AISDKAdapter(SinkAdapter):
         self._step = []
 
     def _on_finish_step(self, item: Any) -> None:
-        holds = self._held
-        close = self._calls.close
-        for record in self._step:
-            held = holds.get(record.call_id)
-            if held is not None and held.available and held.approval_id is None:
-                del holds[record.call_id]  # (as _ready: its text was written)
-                close(record.call_id, "tool-output-available")
+        ready_step(self._step, self._held, self._calls)
         self._step = []
 
     def _on_reset_step(self, item: Any) -> None:
@@ -416,8 +414,7 @@ class AISDKAdapter(SinkAdapter):
     # -- writing ----------------------------------------------------------------------
 
     def _release(self, record: Record) -> None:
-        """Stop holding a call: its streamed text is written, if it never was (so that
-        an error shows it)."""
+        """Stop holding a call, its streamed text written if it never was (errors show it)."""
         held = self._held.pop(record.call_id, None)
         self._streams.pop(record.call_id, None)
         if held is not None and not held.available and held.parts and record.open:
@@ -468,6 +465,10 @@ class AISDKAdapter(SinkAdapter):
         "abort": _on_abort,
     }
 
+
+_QUICK: Final = {
+    key: AISDKAdapter._HANDLERS[key] for key in ("tool-input-start", "tool-input-available")
+}
 
 _BEFORE_END: Final = frozenset(AISDKAdapter._HANDLERS) - {
     "tool-output-available",
