@@ -121,7 +121,7 @@ def test_dict_parts_and_text_parts_agree_across_a_change_of_sink(
 
 
 def test_resize_gives_the_room_a_new_limit_leaves() -> None:
-    held = Held(None, text_input=False, room=10)  # type: ignore[arg-type]
+    held = Held(None, text_input=False, limit=10)  # type: ignore[arg-type]
     assert held.add("abcd")
     assert held.room == 6
     resize([held], 3)

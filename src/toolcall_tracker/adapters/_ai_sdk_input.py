@@ -46,19 +46,19 @@ class Held:
     """One call's state while the reader holds it back from ``ready``.
 
     ``record``: the call's record in the table. ``parts``: the streamed text; ``room``: how
-    many more characters it may grow by before it outgrows ``Limits.max_args_chars``
-    (negative: it has). ``text_input``: the tool takes a plain string (``inputEncoding:
-    "text"``). ``available``: its input was stated and written (``tool-input-available``),
-    it waits for the end of its step. ``approval_id``: a ``tool-approval-request`` holds it
-    until a decision.
+    many more characters it may grow by before it outgrows ``limit`` (the sink's
+    ``Limits.max_args_chars``; negative: it has). ``text_input``: the tool takes a plain
+    string (``inputEncoding: "text"``). ``available``: its input was stated and written
+    (``tool-input-available``), it waits for the end of its step. ``approval_id``: a
+    ``tool-approval-request`` holds it until a decision.
     """
 
-    __slots__ = ("approval_id", "available", "parts", "record", "room", "text_input")
+    __slots__ = ("approval_id", "available", "limit", "parts", "record", "room", "text_input")
 
-    def __init__(self, record: Record, text_input: bool, room: int = sys.maxsize) -> None:
+    def __init__(self, record: Record, text_input: bool, limit: int = sys.maxsize) -> None:
         self.record = record
         self.parts: list[str] = []
-        self.room = room
+        self.limit = self.room = limit
         self.text_input = text_input
         self.available = False
         self.approval_id: str | None = None
@@ -72,7 +72,7 @@ class Held:
 
     def size(self) -> int:
         """The held text's length."""
-        return sum(map(len, self.parts))
+        return self.limit - self.room
 
     def text(self) -> str:
         return "".join(self.parts)
@@ -87,9 +87,10 @@ def forget(held: dict[str, Held], streams: dict[str, Held], keep: Container[str]
 
 
 def resize(streams: Iterable[Held], max_args_chars: int) -> None:
-    """Give held calls the room a new ``Limits.max_args_chars`` leaves them."""
+    """Give held calls the room a new ``Limits.max_args_chars`` leaves them (no text read)."""
     for held in streams:
-        held.room = max_args_chars - held.size()
+        held.room += max_args_chars - held.limit
+        held.limit = max_args_chars
 
 
 def ready_step(step: Iterable[Record], held: dict[str, Held], table: CallTable) -> None:
