@@ -26,16 +26,17 @@ docstring for the whole mapping.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Container, Iterable, Mapping
 from typing import Any, Final
 
 from pydantic_core import to_json
 
 from .._json import _ArgumentsError, parse_json
-from ._calls import Record
+from ._calls import CallTable, Record
 from ._common import _json_text
 
-__all__ = ["MISSING", "Held", "input_text", "json_equal"]
+__all__ = ["MISSING", "Held", "forget", "input_text", "json_equal", "ready_step", "resize"]
 
 MISSING: Final[Any] = object()
 _EXACT: Final = 2**53
@@ -44,29 +45,63 @@ _EXACT: Final = 2**53
 class Held:
     """One call's state while the reader holds it back from ``ready``.
 
-    ``record``: the call's record in the table. ``parts``/``size``: the streamed text
-    (``size`` characters). ``text_input``: the tool
-    takes a plain string (``inputEncoding: "text"``). ``available``: its input was stated
-    and written (``tool-input-available``), it waits for the end of its step.
-    ``approval_id``: a ``tool-approval-request`` holds it until a decision.
+    ``record``: the call's record in the table. ``parts``: the streamed text; ``room``: how
+    many more characters it may grow by before it outgrows ``limit`` (the sink's
+    ``Limits.max_args_chars``; negative: it has). ``text_input``: the tool takes a plain
+    string (``inputEncoding: "text"``). ``available``: its input was stated and written
+    (``tool-input-available``), it waits for the end of its step. ``approval_id``: a
+    ``tool-approval-request`` holds it until a decision.
     """
 
-    __slots__ = ("approval_id", "available", "parts", "record", "size", "text_input")
+    __slots__ = ("approval_id", "available", "limit", "parts", "record", "room", "text_input")
 
-    def __init__(self, record: Record, text_input: bool) -> None:
+    def __init__(self, record: Record, text_input: bool, limit: int = sys.maxsize) -> None:
         self.record = record
         self.parts: list[str] = []
-        self.size = 0
+        self.limit = self.room = limit
         self.text_input = text_input
         self.available = False
         self.approval_id: str | None = None
 
-    def add(self, text: str) -> None:
+    def add(self, text: str) -> bool:
+        """Hold ``text``; whether the held text still fits (``False``: it outgrew)."""
         self.parts.append(text)
-        self.size += len(text)
+        room = self.room - len(text)
+        self.room = room
+        return room >= 0
+
+    def size(self) -> int:
+        """The held text's length."""
+        return self.limit - self.room
 
     def text(self) -> str:
         return "".join(self.parts)
+
+
+def forget(held: dict[str, Held], streams: dict[str, Held], keep: Container[str]) -> None:
+    """Forget the held calls whose ids are not in ``keep`` (the table's records), from
+    ``held`` (every held call) and ``streams`` (those whose input is not stated yet)."""
+    for key in [key for key in held if key not in keep]:
+        del held[key]
+        streams.pop(key, None)
+
+
+def resize(streams: Iterable[Held], max_args_chars: int) -> None:
+    """Give held calls the room a new ``Limits.max_args_chars`` leaves them (no text read)."""
+    for held in streams:
+        held.room += max_args_chars - held.limit
+        held.limit = max_args_chars
+
+
+def ready_step(step: Iterable[Record], held: dict[str, Held], table: CallTable) -> None:
+    """The end of a step: its calls whose input is stated and that wait for no approval
+    are made ready (and no longer held; their text was written)."""
+    close = table.close
+    for record in step:
+        found = held.get(record.call_id)
+        if found is not None and found.available and found.approval_id is None:
+            del held[record.call_id]
+            close(record.call_id, "tool-output-available")
 
 
 def input_text(held: Held, given: Any) -> tuple[str | None, bool]:

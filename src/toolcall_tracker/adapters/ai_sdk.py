@@ -86,7 +86,7 @@ from ._ai_sdk_encoder import (
     to_sse,
 )
 from ._ai_sdk_ids import AISDKStreamIds
-from ._ai_sdk_input import MISSING, Held, input_text
+from ._ai_sdk_input import MISSING, Held, forget, input_text, ready_step, resize
 from ._ai_sdk_listener import AISDKListener
 from ._ai_sdk_parts import _decode_text
 from ._base import SinkAdapter
@@ -124,11 +124,9 @@ class AISDKToolError(CallFailure):
 
 
 class AISDKInputMismatch(CallFailure):
-    """No longer produced: the input of ``tool-input-available`` now counts over the
-    streamed text (issue 24). Kept so that code matching on it still imports.
-
-    ``input`` was the part's input; the streamed text the call's ``args_text``.
-    """
+    """No longer produced: the input of ``tool-input-available`` counts over the streamed
+    text (issue 24). Kept so that code matching on it still imports (``input``: the
+    part's input)."""
 
     kind: Literal["ai_sdk_input_mismatch"] = "ai_sdk_input_mismatch"
     input: Any = None
@@ -191,6 +189,7 @@ class AISDKAdapter(SinkAdapter):
             raise ValueError(f'AISDKAdapter(ready=...) is "step" or "input", not {ready!r}')
         self._table = self._calls = CallTable(RULES["ai_sdk"], _failure, self._sink)
         self._held: dict[str, Held] = {}
+        self._streams: dict[str, Held] = {}  # the held calls whose input is not stated yet
         self._step: list[Record] = []
         self._eager = ready == "input"
         self._due: Record | None = None  # with ready="input": ready at the next part
@@ -198,38 +197,42 @@ class AISDKAdapter(SinkAdapter):
     def _translate(self, item: Any) -> None:
         """Write the events one part implies (possibly none). Only what the sink raises
         propagates; a part that cannot be read is logged and ignored."""
-        if type(item) is dict:  # the fast path: more text for a held call (as _on_delta)
+        handler = None
+        if type(item) is dict and self._due is None:  # the fast paths (none while one is due)
             try:
-                if item["type"] == "tool-input-delta" and self._due is None:
-                    fast = self._held[item["toolCallId"]]
+                kind = item["type"]
+                if kind == "tool-input-delta":  # more text for a held call (as _on_delta)
+                    held = self._streams[item["toolCallId"]]
                     text = item["inputTextDelta"]
-                    if type(text) is str and not fast.available:
-                        fast.add(text)
-                        if fast.size > self._limits.max_args_chars:
-                            self._outgrown(fast)
+                    if type(text) is str:
+                        if not held.add(text):
+                            self._outgrown(held)
                         return
+                else:  # a call's start or stated input: its handler at once
+                    handler = _QUICK.get(kind)
             except (KeyError, TypeError):  # not such a part: the general route
                 pass
         try:
-            if isinstance(item, str | bytes):
-                item = _decode_text(item)
-            kind = _get(item, "type")
-            if not isinstance(kind, str):
-                return
-            due = self._due
-            if due is not None and not (
-                kind == "tool-approval-request" and _get(item, "toolCallId") == due.call_id
-            ):
-                self._due = None  # reset-step and abort take it back instead
-                held = self._held.get(due.call_id)
-                if (
-                    held is not None
-                    and held.available
-                    and held.approval_id is None
-                    and kind not in ("reset-step", "abort")
+            if handler is None:
+                if isinstance(item, str | bytes):
+                    item = _decode_text(item)
+                kind = _get(item, "type")
+                if not isinstance(kind, str):
+                    return
+                due = self._due
+                if due is not None and not (
+                    kind == "tool-approval-request" and _get(item, "toolCallId") == due.call_id
                 ):
-                    self._ready(due)
-            handler = self._HANDLERS.get(kind)
+                    self._due = None  # reset-step and abort take it back instead
+                    waiting = self._held.get(due.call_id)
+                    if (
+                        waiting is not None
+                        and waiting.available
+                        and waiting.approval_id is None
+                        and kind not in ("reset-step", "abort")
+                    ):
+                        self._ready(due)
+                handler = self._HANDLERS.get(kind)
             if handler is not None and not (self._calls.ended and kind in _BEFORE_END):
                 handler(self, item)
         except READ_ERRORS:
@@ -246,34 +249,32 @@ class AISDKAdapter(SinkAdapter):
 
     def _on_delta(self, item: Any) -> None:
         record = self._open(item)
-        held = None if record is None else self._held.get(record.call_id)
-        if record is None or held is None or held.available:
+        held = None if record is None else self._streams.get(record.call_id)
+        if record is None or held is None:
             return  # no call there: ignored (parts always start a call first)
         text = _get(item, "inputTextDelta")
         if not isinstance(text, str):
             self._fail(record, f"the argument text must be a string, got {_short(text)}")
-            return
-        held.add(text)
-        if held.size > self._limits.max_args_chars:
+        elif not held.add(text):
             self._outgrown(held)
 
     def _outgrown(self, held: Held) -> None:
-        """A held call's text outgrew ``Limits.max_args_chars``: it is written, and the
-        sink fails the call (``ArgumentsTooLarge``)."""
+        """A held call outgrew ``max_args_chars``: written, the sink fails it (too large)."""
         record = held.record
         del self._held[record.call_id]
+        del self._streams[record.call_id]
         if record.open and self._calls.records.get(record.call_id) is record:
             self._calls.append(record, held.text(), "tool-input-delta")
 
-    def _record(self, item: Any, part_type: str, *, start: bool = True) -> Record | None:
-        """The record of the part's call; started by ``part_type`` if ``start`` and new."""
+    def _record(self, item: Any, part_type: str) -> Record | None:
+        """The record of the part's call; started by ``part_type`` if new."""
         call_id = _get(item, "toolCallId")
         if not _usable_id(call_id, self._limits.max_id_chars):
             logger.debug("ai_sdk: ignored a %s without a usable toolCallId", part_type)
             return None
         calls = self._calls
         record = calls.records.get(call_id)
-        if record is None and start:
+        if record is None:
             record = calls.start(call_id, call_id, _get(item, "toolName"), part_type)
             if record is not None and calls.records.get(call_id) is record:
                 self._hold(record, _get(item, "inputEncoding") == "text")
@@ -283,11 +284,14 @@ class AISDKAdapter(SinkAdapter):
         """Hold a new call; the held calls are as many as the table's records at most."""
         held = self._held
         if len(held) >= self._limits.max_calls:
-            records = self._calls.records
-            self._held = held = {key: h for key, h in held.items() if key in records}
+            forget(held, self._streams, self._calls.records)
             self._step = [r for r in self._step if r.call_id in held]
-        held[record.call_id] = Held(record, text_input)
+        new = Held(record, text_input, self._limits.max_args_chars)
+        held[record.call_id] = self._streams[record.call_id] = new
         self._step.append(record)
+
+    def _limits_changed(self) -> None:
+        resize(self._streams.values(), self._limits.max_args_chars)
 
     def _open(self, item: Any) -> Record | None:
         call_id = _get(item, "toolCallId")
@@ -295,13 +299,12 @@ class AISDKAdapter(SinkAdapter):
         return record if record is not None and record.open else None
 
     def _on_start(self, item: Any) -> None:
-        if _get(item, "toolCallId") not in self._calls.records:
-            self._record(item, "tool-input-start")
+        self._record(item, "tool-input-start")
 
     def _on_available(self, item: Any) -> None:
         record = self._record(item, "tool-input-available")
-        held = None if record is None else self._held.get(record.call_id)
-        if record is None or held is None or held.available or not record.open:
+        held = None if record is None else self._streams.get(record.call_id)
+        if record is None or held is None or not record.open:
             return
         given = item.get("input", MISSING) if isinstance(item, Mapping) else MISSING
         if _get(item, "inputEncoding") == "text":
@@ -317,6 +320,7 @@ class AISDKAdapter(SinkAdapter):
                 held.text(),
             )
         held.available = True
+        del self._streams[record.call_id]
         record.empty = False  # the table writes no {} for it
         self._calls.append(record, text, "tool-input-available")
         if self._eager:
@@ -371,10 +375,7 @@ class AISDKAdapter(SinkAdapter):
         self._step = []
 
     def _on_finish_step(self, item: Any) -> None:
-        for record in self._step:
-            held = self._held.get(record.call_id)
-            if held is not None and held.available and held.approval_id is None:
-                self._ready(record)
+        ready_step(self._step, self._held, self._calls)
         self._step = []
 
     def _on_reset_step(self, item: Any) -> None:
@@ -413,9 +414,9 @@ class AISDKAdapter(SinkAdapter):
     # -- writing ----------------------------------------------------------------------
 
     def _release(self, record: Record) -> None:
-        """Stop holding a call: its streamed text is written, if it never was (so that
-        an error shows it)."""
+        """Stop holding a call, its streamed text written if it never was (errors show it)."""
         held = self._held.pop(record.call_id, None)
+        self._streams.pop(record.call_id, None)
         if held is not None and not held.available and held.parts and record.open:
             self._calls.append(record, held.text(), "tool-input-delta")
 
@@ -443,6 +444,7 @@ class AISDKAdapter(SinkAdapter):
             else:
                 self._release(record)
         self._held.clear()
+        self._streams.clear()
         self._step = []
         self._calls.end(ok, reason)
 
@@ -463,6 +465,10 @@ class AISDKAdapter(SinkAdapter):
         "abort": _on_abort,
     }
 
+
+_QUICK: Final = {
+    key: AISDKAdapter._HANDLERS[key] for key in ("tool-input-start", "tool-input-available")
+}
 
 _BEFORE_END: Final = frozenset(AISDKAdapter._HANDLERS) - {
     "tool-output-available",
