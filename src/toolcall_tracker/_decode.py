@@ -1,4 +1,9 @@
-"""Reading an event without building a model: the machine's hot path (private)."""
+"""Reading an event without building a model: the machine's hot path (private).
+
+And the way back, for the machine's ``write_*`` methods, which take an event's fields
+without a model: :func:`wire`, the mapping to validate or show in an error, and
+:func:`reported`, the model to report when such an event is ignored.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ._support import bounded_repr as _short
+from ._support import construct
 from .errors import InvalidEvent
 from .events import Delta, End, Error, Ready, Result, Start, parse_event
 
@@ -112,3 +118,41 @@ def _revalidate(model: BaseModel) -> None:
     except InvalidEvent as exc:
         raise InvalidEvent(str(exc), model) from None
     raise InvalidEvent(f"invalid {kind!r} event: {_short(model)}", model)  # pragma: no cover
+
+
+_WIRE_KEY: dict[str, str] = {
+    "start": "name",
+    "delta": "argsTextDelta",
+    "result": "result",
+    "error": "error",
+}
+_MODELS: dict[str, type[BaseModel]] = {
+    "start": Start,
+    "delta": Delta,
+    "ready": Ready,
+    "result": Result,
+    "error": Error,
+}
+
+
+def wire(kind: str, call_id: Any, payload: Any) -> dict[str, Any]:
+    """The wire-shape mapping of a written event (validated by ``apply``, shown in errors)."""
+    event: dict[str, Any] = {"type": kind, "id": call_id}
+    key = _WIRE_KEY.get(kind)
+    if key is not None:
+        event[key] = payload
+    return event
+
+
+def reported(event: object, kind: str, call_id: Any, payload: Any) -> Any:
+    """What to report for an ignored event: the input itself, or for a written (validated)
+    event its model, built only now."""
+    if event is not None:
+        return event
+    if kind == "end":
+        return payload
+    values: dict[str, Any] = {"type": kind, "id": call_id}
+    field = _PAYLOAD_FIELD.get(kind)
+    if field is not None:
+        values[field] = payload
+    return construct(_MODELS[kind], values, set(values) - {"type"})

@@ -16,13 +16,13 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
-from ._decode import decode
+from ._decode import decode, reported, wire
 from ._reducer import _STEPS, FORGOTTEN, STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
 from ._support import bounded_repr, construct
 from .calls import Status, ToolCall
 from .changes import ChangeListener
 from .errors import InvalidEvent
-from .events import Delta, End, Error, EventInput, Ready, Result, Start, parse_event
+from .events import Delta, End, EventInput, parse_event
 from .limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["IgnoredHook", "ToolCallStateMachine", "tool_call_streaming_state_machine"]
@@ -304,10 +304,10 @@ class ToolCallStateMachine:
     def _write(self, kind: str, call_id: Any, payload: Any) -> None:
         """The general path of the ``write_*`` methods: validate, then route."""
         if type(call_id) is not str or not call_id:
-            self.apply(_wire(kind, call_id, payload))  # validates, raises InvalidEvent
+            self.apply(wire(kind, call_id, payload))  # validates, raises InvalidEvent
             return
         if kind in _TEXT_KINDS and type(payload) is not str:
-            self.apply(_wire(kind, call_id, payload))
+            self.apply(wire(kind, call_id, payload))
             return
         self._check_sizes(kind, call_id, payload, None)
         self._route(kind, call_id, payload, None)
@@ -317,13 +317,13 @@ class ToolCallStateMachine:
             raise InvalidEvent(
                 f"invalid {kind!r} event: the id is {len(call_id)} characters long, more than "
                 f"Limits.max_id_chars ({self._max_id})",
-                event if event is not None else _wire(kind, call_id, payload),
+                event if event is not None else wire(kind, call_id, payload),
             )
         if kind == "start" and len(payload) > self._max_name:
             raise InvalidEvent(
                 f"invalid 'start' event: the tool name is {len(payload)} characters long, "
                 f"more than Limits.max_name_chars ({self._max_name})",
-                event if event is not None else _wire(kind, call_id, payload),
+                event if event is not None else wire(kind, call_id, payload),
             )
 
     def _route(self, kind: str, call_id: Any, payload: Any, event: object) -> None:
@@ -340,7 +340,7 @@ class ToolCallStateMachine:
                 act = _STEPS[before][kind]  # reduce(record, ...), inlined: a call less
                 after = act if type(act) is IgnoreReason else act(record, call_id, payload, limits)
                 if type(after) is IgnoreReason:
-                    self._ignore(_reported(event, kind, call_id, payload), after)
+                    self._ignore(reported(event, kind, call_id, payload), after)
                 elif record.status is not before:
                     self._changed(record, before)
                 elif kind == "delta" and self._fragment_listeners:
@@ -349,7 +349,7 @@ class ToolCallStateMachine:
                 act = _STEPS[FORGOTTEN if call_id in self._forgotten else None][kind]
                 after = act if type(act) is IgnoreReason else act(None, call_id, payload, limits)
                 if type(after) is IgnoreReason:
-                    self._ignore(_reported(event, kind, call_id, payload), after)
+                    self._ignore(reported(event, kind, call_id, payload), after)
                 else:
                     self._calls[call_id] = after  # type: ignore[assignment]
                     if self._fragment_listeners:
@@ -360,7 +360,7 @@ class ToolCallStateMachine:
         elif step is StreamAction.END_TURN:
             self._end_turn(payload)
         else:
-            self._ignore(_reported(event, kind, call_id, payload), step)
+            self._ignore(reported(event, kind, call_id, payload), step)
         if self._listener_error is not None:
             self._raise_listener_error()
 
@@ -466,48 +466,6 @@ _ENDS: dict[tuple[bool, str | None], End] = {}
 _MAX_ENDS: Final = 256
 
 _TEXT_KINDS: Final = frozenset({"start", "delta"})
-_PAYLOAD_KEY: Final = {
-    "start": "name",
-    "delta": "argsTextDelta",
-    "result": "result",
-    "error": "error",
-}
-_MODELS: Final[dict[str, Any]] = {
-    "start": Start,
-    "delta": Delta,
-    "ready": Ready,
-    "result": Result,
-    "error": Error,
-}
-_MODEL_FIELD: Final = {
-    "start": "name",
-    "delta": "args_text_delta",
-    "result": "result",
-    "error": "error",
-}
-
-
-def _wire(kind: str, call_id: Any, payload: Any) -> dict[str, Any]:
-    """The wire-shape mapping of a written event (validated by ``apply``, shown in errors)."""
-    event: dict[str, Any] = {"type": kind, "id": call_id}
-    key = _PAYLOAD_KEY.get(kind)
-    if key is not None:
-        event[key] = payload
-    return event
-
-
-def _reported(event: object, kind: str, call_id: Any, payload: Any) -> Any:
-    """What to report for an ignored event: the input itself, or for a written (validated)
-    event its model, built only now."""
-    if event is not None:
-        return event
-    if kind == "end":
-        return payload
-    values: dict[str, Any] = {"type": kind, "id": call_id}
-    field = _MODEL_FIELD.get(kind)
-    if field is not None:
-        values[field] = payload
-    return construct(_MODELS[kind], values, set(values) - {"type"})
 
 
 def tool_call_streaming_state_machine(
