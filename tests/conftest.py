@@ -8,6 +8,7 @@ each test once per backend. Bound every async test with ``anyio.fail_after`` (th
 
 from __future__ import annotations
 
+import gc
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -23,6 +24,18 @@ DEADLINE = 10.0
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture
+def no_collector() -> Iterator[None]:
+    """The garbage collector off for the test (collected once first): what the test's
+    objects leave alive then is held by a reference cycle."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 # -- Redis ----------------------------------------------------------------------------------

@@ -10,9 +10,7 @@ table is there from the adapter's construction.
 
 from __future__ import annotations
 
-import gc
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,16 +20,6 @@ from toolcall_tracker._registry import providers
 from toolcall_tracker.adapters import apply_stream
 
 _ADAPTERS = sorted((p.format, p.load("adapter")) for p in providers() if p.adapter is not None)
-
-
-@pytest.fixture
-def no_collector() -> Iterator[None]:
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def test_every_built_in_adapter_is_checked() -> None:

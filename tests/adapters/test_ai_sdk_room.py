@@ -21,6 +21,14 @@ from toolcall_tracker import Limits, Status, ToolCallStateMachine
 from toolcall_tracker.adapters import AISDKAdapter
 from toolcall_tracker.adapters._ai_sdk_input import Held, resize
 
+_SWITCHES: dict[str, Any] = {
+    "size": st.integers(0, 40),  # the string the call's input is
+    "cuts": st.lists(st.integers(0, 50), max_size=8),  # where its text is cut in fragments
+    "split": st.integers(0, 9),  # how many fragments go through feed() before the switch
+    "before": st.integers(1, 60),  # max_args_chars through feed()
+    "after": st.integers(1, 60),  # max_args_chars of the machine switched to
+}
+
 
 def _delta(text: str) -> dict[str, Any]:
     return {"type": "tool-input-delta", "toolCallId": "c", "inputTextDelta": text}
@@ -66,14 +74,7 @@ def _run(
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    size=st.integers(0, 40),
-    cuts=st.lists(st.integers(0, 50), max_size=8),
-    split=st.integers(0, 9),
-    before=st.integers(1, 60),
-    after=st.integers(1, 60),
-    as_text=st.booleans(),
-)
+@given(**_SWITCHES, as_text=st.booleans())
 def test_a_held_call_outgrows_the_limit_of_the_sink_it_is_written_into(
     size: int, cuts: list[int], split: int, before: int, after: int, as_text: bool
 ) -> None:
@@ -102,13 +103,7 @@ def test_a_held_call_outgrows_the_limit_of_the_sink_it_is_written_into(
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    size=st.integers(0, 40),
-    cuts=st.lists(st.integers(0, 50), max_size=8),
-    split=st.integers(0, 9),
-    before=st.integers(1, 60),
-    after=st.integers(1, 60),
-)
+@given(**_SWITCHES)
 def test_dict_parts_and_text_parts_agree_across_a_change_of_sink(
     size: int, cuts: list[int], split: int, before: int, after: int
 ) -> None:

@@ -8,9 +8,7 @@ collector switched off: what is not freed by then is held by a cycle.
 
 from __future__ import annotations
 
-import gc
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -21,16 +19,6 @@ from toolcall_tracker.adapters import adapt, apply_stream
 from toolcall_tracker.adapters.openai import OpenAIResponsesAdapter
 
 DEADLINE = 10.0
-
-
-@pytest.fixture
-def no_collector() -> Iterator[None]:
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def fc(k: int, arguments: str) -> dict[str, Any]:
