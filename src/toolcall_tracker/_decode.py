@@ -99,15 +99,6 @@ def decode(event: object) -> tuple[str, Any, Any] | None:
 
 
 _TEXT_PAYLOAD = frozenset({"start", "delta"})
-# Per event model class (exactly: a subclass may redefine anything): its type and the
-# field that is its payload.
-_MODEL_FIELD: dict[type, tuple[str, str | None]] = {
-    Start: ("start", "name"),
-    Delta: ("delta", "args_text_delta"),
-    Ready: ("ready", None),
-    Result: ("result", "result"),
-    Error: ("error", "error"),
-}
 
 
 def _revalidate(model: BaseModel) -> None:
@@ -142,6 +133,13 @@ def wire(kind: str, call_id: Any, payload: Any) -> dict[str, Any]:
     if key is not None:
         event[key] = payload
     return event
+
+
+# Per event model class (exactly: a subclass may redefine anything): its type and the
+# field that is its payload.
+_MODEL_FIELD: dict[type, tuple[str, str | None]] = {
+    model: (kind, _PAYLOAD_FIELD[kind]) for kind, model in _MODELS.items()
+}
 
 
 def reported(event: object, kind: str, call_id: Any, payload: Any) -> Any:
