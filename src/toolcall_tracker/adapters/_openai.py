@@ -446,3 +446,30 @@ class _Emitter(SinkAdapter):
 
     def _name_field(self) -> str:
         return "function.name" if self._api == "chat.completions" else "name"
+
+
+_SERVER_RUN: Final = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "tool_search_call",
+    }
+)
+"""Output items the server runs itself: nothing for the client to answer."""
+
+
+def report_untracked(item: Any, item_type: str) -> None:
+    """An output item of the Responses API that looks like a call but is none the adapter tracks:
+    logged at DEBUG if the server runs it, else at WARNING (never dropped silently)."""
+    if item_type in _SERVER_RUN:
+        _logger.debug("ignored a %s item: the server runs it", item_type)
+        return
+    _logger.warning(
+        "ignored a %s output item (call_id %.80r): only function_call and "
+        "custom_tool_call items are tracked; answer it yourself",
+        item_type,
+        _get(item, "call_id"),
+    )

@@ -1,6 +1,4 @@
-"""The OpenAI Chat adapter's routing records, bounded by ``Limits.max_calls`` (private);
-for the Responses adapter, how an item is read (:func:`by_attribute`) and the output items
-that are not routed at all (:func:`report_untracked`).
+"""The OpenAI Chat adapter's routing records, bounded by ``Limits.max_calls`` (private).
 
 The Chat adapter routes each fragment itself: by server id, by index, or to the latest call
 of its choice (see :class:`~toolcall_tracker.adapters.OpenAIChatAdapter`). Those routes and
@@ -33,24 +31,14 @@ the ``finish_reason`` does not make it ready.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from ..limits import Limits
 from ..sink import EventSink
-from ._openai import (
-    _FAILED,
-    _HELD,
-    _PENDING,
-    _READY,
-    _Call,
-    _Emitter,
-    _get,
-    _is_mapping,
-    _logger,
-)
+from ._openai import _FAILED, _HELD, _PENDING, _READY, _Call, _Emitter, _logger
 from ._sinkguard import SinkRaised
 
-__all__ = ["BY_ATTRIBUTE", "_Choice", "_Routes", "by_attribute", "report_untracked"]
+__all__ = ["_Choice", "_Routes"]
 
 
 class _Choice:
@@ -264,45 +252,3 @@ class _Routes:
         self._busy.clear()
         self.retired.clear()
         self._size = self._live = 0
-
-
-# -- Responses: reading items; output items that are no call it tracks --------------------
-
-BY_ATTRIBUTE: Final[set[type]] = set()
-"""The classes of the items seen that are read by attribute (SDK objects): a set look-up
-per item instead of the call ``_is_mapping`` is."""
-
-
-def by_attribute(item: object) -> bool:
-    """Whether ``item`` is read by attribute (not a ``Mapping``); remembers its class."""
-    if _is_mapping(item):
-        return False
-    BY_ATTRIBUTE.add(type(item))
-    return True
-
-
-_SERVER_RUN: Final = frozenset(
-    {
-        "web_search_call",
-        "file_search_call",
-        "code_interpreter_call",
-        "image_generation_call",
-        "mcp_call",
-        "tool_search_call",
-    }
-)
-"""Output items the server runs itself: nothing for the client to answer."""
-
-
-def report_untracked(item: Any, item_type: str) -> None:
-    """(Responses) An output item that looks like a call but is none the adapter tracks:
-    logged at DEBUG if the server runs it, else at WARNING (never dropped silently)."""
-    if item_type in _SERVER_RUN:
-        _logger.debug("ignored a %s item: the server runs it", item_type)
-        return
-    _logger.warning(
-        "ignored a %s output item (call_id %.80r): only function_call and "
-        "custom_tool_call items are tracked; answer it yourself",
-        item_type,
-        _get(item, "call_id"),
-    )

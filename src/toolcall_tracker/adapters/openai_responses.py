@@ -25,6 +25,7 @@ from typing import Any, Final
 from ..limits import Limits
 from ._openai import (
     _FAILED,
+    _MAPPING_TYPES,
     _PENDING,
     _READY,
     OpenAIArgumentsMismatch,
@@ -37,9 +38,10 @@ from ._openai import (
     _Emitter,
     _get,
     _Getter,
+    _is_mapping,
     _logger,
+    report_untracked,
 )
-from ._openai_routes import BY_ATTRIBUTE, by_attribute, report_untracked
 
 __all__ = [
     "OpenAIArgumentsMismatch",
@@ -172,7 +174,7 @@ class OpenAIResponsesAdapter(_Emitter):
                 item_id, fragment = item["item_id"], item["delta"]
             except KeyError:
                 item_id, fragment = item.get("item_id"), item.get("delta")
-        elif cls in BY_ATTRIBUTE or by_attribute(item):  # an SDK object
+        elif _MAPPING_TYPES.get(cls) is False or not _is_mapping(item):  # an SDK object
             try:  # plain attributes (an SDK event has every field), else None
                 kind = item.type
             except AttributeError:
@@ -269,9 +271,9 @@ class OpenAIResponsesAdapter(_Emitter):
     def _item(self, item: Any, output_index: Any, source: str | None) -> None:
         """A call output item: start its call, and settle it if ``source``."""
         cls = type(item)  # the item's getter, picked once (as in _translate)
-        get: _Getter = _dict_get if cls is dict else _get
-        if cls is not dict and (cls in BY_ATTRIBUTE or by_attribute(item)):
-            get = getattr
+        get: _Getter = (
+            _dict_get if cls is dict else getattr if _MAPPING_TYPES.get(cls) is False else _get
+        )
         item_type = get(item, "type", None)
         if item_type == "function_call":
             custom = False
