@@ -33,10 +33,10 @@ from typing import Any, Final
 from pydantic_core import to_json
 
 from .._json import _ArgumentsError, parse_json
-from ._calls import CallTable, Record
+from ._calls import Record
 from ._common import _json_text
 
-__all__ = ["MISSING", "Held", "forget", "input_text", "json_equal", "ready_step", "resize"]
+__all__ = ["MISSING", "Held", "forget", "input_text", "json_equal", "resize"]
 
 MISSING: Final[Any] = object()
 _EXACT: Final = 2**53
@@ -74,6 +74,11 @@ class Held:
         """The held text's length."""
         return self.limit - self.room
 
+    def due(self) -> bool:
+        """Whether the call is ready at the end of its step: its input was stated, and no
+        approval holds it."""
+        return self.available and self.approval_id is None
+
     def text(self) -> str:
         return "".join(self.parts)
 
@@ -91,17 +96,6 @@ def resize(streams: Iterable[Held], max_args_chars: int) -> None:
     for held in streams:
         held.room += max_args_chars - held.limit
         held.limit = max_args_chars
-
-
-def ready_step(step: Iterable[Record], held: dict[str, Held], table: CallTable) -> None:
-    """The end of a step: its calls whose input is stated and that wait for no approval
-    are made ready (and no longer held; their text was written)."""
-    close = table.close
-    for record in step:
-        found = held.get(record.call_id)
-        if found is not None and found.available and found.approval_id is None:
-            del held[record.call_id]
-            close(record.call_id, "tool-output-available")
 
 
 def input_text(held: Held, given: Any) -> tuple[str | None, bool]:

@@ -86,7 +86,7 @@ from ._ai_sdk_encoder import (
     to_sse,
 )
 from ._ai_sdk_ids import AISDKStreamIds
-from ._ai_sdk_input import MISSING, Held, forget, input_text, ready_step, resize
+from ._ai_sdk_input import MISSING, Held, forget, input_text, resize
 from ._ai_sdk_listener import AISDKListener
 from ._ai_sdk_parts import _decode_text
 from ._base import SinkAdapter
@@ -225,12 +225,7 @@ class AISDKAdapter(SinkAdapter):
                 ):
                     self._due = None  # reset-step and abort take it back instead
                     waiting = self._held.get(due.call_id)
-                    if (
-                        waiting is not None
-                        and waiting.available
-                        and waiting.approval_id is None
-                        and kind not in ("reset-step", "abort")
-                    ):
+                    if waiting is not None and waiting.due() and kind not in _TAKE_BACK:
                         self._ready(due)
                 handler = self._HANDLERS.get(kind)
             if handler is not None and not (self._calls.ended and kind in _BEFORE_END):
@@ -375,7 +370,10 @@ class AISDKAdapter(SinkAdapter):
         self._step = []
 
     def _on_finish_step(self, item: Any) -> None:
-        ready_step(self._step, self._held, self._calls)
+        for record in self._step:
+            held = self._held.get(record.call_id)
+            if held is not None and held.due():
+                self._ready(record)
         self._step = []
 
     def _on_reset_step(self, item: Any) -> None:
@@ -439,7 +437,7 @@ class AISDKAdapter(SinkAdapter):
             record = self._calls.records.get(call_id)
             if record is None:
                 continue
-            if ready and held.available and held.approval_id is None:
+            if ready and held.due():
                 self._ready(record)
             else:
                 self._release(record)
@@ -466,6 +464,7 @@ class AISDKAdapter(SinkAdapter):
     }
 
 
+_TAKE_BACK: Final = frozenset({"reset-step", "abort"})  # parts that take a due call back
 _QUICK: Final = {
     key: AISDKAdapter._HANDLERS[key] for key in ("tool-input-start", "tool-input-available")
 }
