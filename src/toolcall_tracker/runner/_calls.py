@@ -22,6 +22,7 @@ logger: Final = logging.getLogger("toolcall_tracker.runner")
 
 S: Final = RunnerState
 _STREAMING: Final = S.STREAMING
+_NO_CALLS: Final[dict[RunnerState, int]] = dict.fromkeys(RunnerState, 0)  # (copied per turn)
 
 
 class CallTable:
@@ -32,7 +33,7 @@ class CallTable:
     def __init__(self, listener: RunnerListener | None) -> None:
         self.by_id: dict[str, Entry] = {}
         self._listener = listener
-        self.count: dict[RunnerState, int] = dict.fromkeys(RunnerState, 0)
+        self.count: dict[RunnerState, int] = _NO_CALLS.copy()
 
     def get(self, call_id: str) -> Entry | None:
         return self.by_id.get(call_id)

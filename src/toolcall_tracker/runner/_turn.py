@@ -94,12 +94,13 @@ class Turn(ChangeListener):
     async def go(self) -> None:
         tracker, link = self.tracker, self.link
         calls = tracker.ready_calls()
-        now = anyio.current_time()
-        timeout = self.policy.options.timeout
-        if timeout is not None:
-            self._timeout_at = now + timeout
-        if self._deadline_seconds is not None:
-            self._deadline_at = now + self._deadline_seconds
+        timeout, deadline = self.policy.options.timeout, self._deadline_seconds
+        if timeout is not None or deadline is not None:  # (the clock only when bounded)
+            now = anyio.current_time()
+            if timeout is not None:
+                self._timeout_at = now + timeout
+            if deadline is not None:
+                self._deadline_at = now + deadline
         if link is not None:
             link.open(self)
         tracker.subscribe(self)
