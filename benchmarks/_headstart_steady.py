@@ -12,7 +12,10 @@ returns at once, through the public API::
 Items arrive at ``rate`` per second per turn, with jitter, and a source wakes once per
 simulated network read: each read delivers 1 to 6 items (at most 4 KB), yielded back to
 back without blocking, as an SSE client does with one socket read. The sources-only
-baseline runs the same loops with the same reads and drains them without the library.
+baseline runs the same loops with the same reads and drains them without the library, and
+the skeleton runs them through the concurrency the library's guarantees need and nothing
+else (:func:`skeleton_turn`): what it costs over the baseline bounds from below the CPU per
+item of any implementation with a task per call.
 
 Reported: completing item (the ``ready``, stamped right after the source yields it) to tool
 start (``tracker.timeline(id).tool_started``) p50/p99/max over the steady state (turns that
@@ -26,6 +29,7 @@ one process saturates.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import math
@@ -41,12 +45,14 @@ from typing import Any
 import anyio
 
 from toolcall_tracker import ToolCallTracker, ToolRunner, tool
+from toolcall_tracker.tracker import READY_CHECKPOINTS
 
 CALLS, ARGS, FRAGMENT, MAX_READ, MAX_READ_BYTES = 3, 120, 8, 6, 4096
 WARM_UP = 1.0  # seconds: turns that begin earlier are not counted (a quarter of short runs)
 GC_THRESHOLD0 = 20_000
 GRACE = 2.0  # seconds after the end: turns still running then are cut off
-BASELINE_SECONDS = 6.0  # the sources-only baseline (1 s of warm-up, 5 s measured)
+BASELINE_SECONDS = 6.0  # the sources-only baseline and the skeleton (1 s warm-up, 5 s)
+SUBJECTS = ("sources", "skeleton", "library")
 
 
 def recommended_gc() -> None:
@@ -124,10 +130,73 @@ class _Stamps:
         self.lag = 0.0
 
 
+async def skeleton_turn(feed: AsyncIterator[Any], yields: int) -> None:
+    """One turn through the concurrency the library's guarantees need, and nothing else.
+
+    A consuming task in a cancel scope (``close()`` must be able to stop it) that yields
+    ``yields`` times after each ready item (the head start: ``READY_CHECKPOINTS``, one
+    fewer on asyncio, as ``consume`` does), and a runner that waits on an event, then
+    starts each ready call's tool in a task of its own task group, inside a cancel scope
+    (per-call cancel and timeout). No arguments are kept or parsed, no state is tracked,
+    nothing is validated or recorded.
+    """
+    ready: list[str] = []
+    wake = [anyio.Event()]
+    ended = False
+
+    async def consume() -> None:
+        nonlocal ended
+        with anyio.CancelScope():  # what close() cancels
+            async for event in feed:
+                if event["type"] == "ready":
+                    ready.append(event["id"])
+                    wake[0].set()
+                    for _ in range(yields):
+                        await anyio.lowlevel.checkpoint()
+        ended = True
+        wake[0].set()
+
+    async def run_tool(call_id: str) -> None:
+        with anyio.CancelScope():
+            await _answer(call_id)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(consume)
+        async with anyio.create_task_group() as tools:
+            while True:
+                while ready:
+                    tools.start_soon(run_tool, ready.pop(0))
+                if ended:
+                    break
+                wake[0] = anyio.Event()
+                await wake[0].wait()
+
+
+async def _answer(query: str) -> int:
+    """The skeleton's tool: answers at once, as the library run's does."""
+    return len(query)
+
+
+def skeleton_yields() -> int:
+    """How often the skeleton yields after a ready item on the running backend."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # trio
+        return READY_CHECKPOINTS
+    return READY_CHECKPOINTS - 1
+
+
 async def turn_loop(
-    index: int, runner: ToolRunner | None, rate: float, until: float, begin: float, loop: Loop
+    index: int,
+    subject: str,
+    runner: ToolRunner | None,
+    rate: float,
+    until: float,
+    begin: float,
+    loop: Loop,
 ) -> None:
     rng = random.Random(index)
+    yields = skeleton_yields()
     warm_up = min(WARM_UP, (until - anyio.current_time()) / 4)
     await anyio.sleep(rng.uniform(0, warm_up))  # jittered start
     turn = 0
@@ -138,10 +207,13 @@ async def turn_loop(
         counted = time.monotonic() - begin >= warm_up
         feed = source(events, sizes, rate, rng, stamps)
         try:
-            if runner is None:
+            if subject == "sources":
                 async for _ in feed:
                     pass
+            elif subject == "skeleton":
+                await skeleton_turn(feed, yields)
             else:
+                assert runner is not None
                 async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
                     tg.start_soon(tracker.consume, feed)
                     calls = await runner.run(tracker)
@@ -165,8 +237,9 @@ def make_runner() -> ToolRunner:
     return ToolRunner([tool(lookup, eager=True)])
 
 
-async def run_level(turns: int, seconds: float, rate: float, library: bool) -> dict[str, Any]:
-    runner = make_runner() if library else None
+async def run_level(turns: int, seconds: float, rate: float, subject: str) -> dict[str, Any]:
+    """``turns`` turn loops of ``subject`` (one of :data:`SUBJECTS`) for ``seconds``."""
+    runner = make_runner() if subject == "library" else None  # one for every turn
     loops = [Loop() for _ in range(turns)]
     pauses: list[float] = []
     began = 0.0
@@ -188,7 +261,7 @@ async def run_level(turns: int, seconds: float, rate: float, library: bool) -> d
         with anyio.move_on_after(seconds + GRACE):
             async with anyio.create_task_group() as tg:
                 for index, loop in enumerate(loops):
-                    tg.start_soon(turn_loop, index, runner, rate, until, begin, loop)
+                    tg.start_soon(turn_loop, index, subject, runner, rate, until, begin, loop)
     finally:
         cpu = time.process_time() - cpu
         gc.callbacks.remove(on_gc)
@@ -286,20 +359,22 @@ def steady_phase(
     """Every level: the library with the recommended collector setting (median of
     ``repeats`` runs) and with the default collector (one run), beside the sources-only
     baseline (one shorter run, :data:`BASELINE_SECONDS`, recommended setting: its CPU per
-    item is what is subtracted); then where one process saturates and the memory per idle
-    turn and per pending call."""
+    item is what is subtracted) and the skeleton (one run as long, recommended setting);
+    then where one process saturates and the memory per idle turn and per pending call."""
     rows: list[dict[str, Any]] = []
     for level in levels:
         load = load_average()
         recommended_gc()
         base_seconds = min(seconds, BASELINE_SECONDS)
-        base = anyio.run(run_level, level, base_seconds, rate, False, backend=backend)
+        base = anyio.run(run_level, level, base_seconds, rate, "sources", backend=backend)
+        recommended_gc()
+        skeleton = anyio.run(run_level, level, base_seconds, rate, "skeleton", backend=backend)
         runs = []
         for _ in range(repeats):
             recommended_gc()
-            runs.append(anyio.run(run_level, level, seconds, rate, True, backend=backend))
+            runs.append(anyio.run(run_level, level, seconds, rate, "library", backend=backend))
         default_gc()
-        plain = anyio.run(run_level, level, seconds, rate, True, backend=backend)
+        plain = anyio.run(run_level, level, seconds, rate, "library", backend=backend)
         for setting, lib, count in (("recommended", _median(runs), repeats), ("default", plain, 1)):
             rows.append(
                 {
@@ -310,7 +385,11 @@ def steady_phase(
                     "load_average": load,
                     "library": lib,
                     "baseline": base,
+                    "skeleton": skeleton,
                     "extra_cpu_us_per_item": lib["cpu_us_per_item"] - base["cpu_us_per_item"],
+                    "skeleton_cpu_us_per_item": (
+                        skeleton["cpu_us_per_item"] - base["cpu_us_per_item"]
+                    ),
                     "keeps_up": lib["items_per_s"] >= 0.9 * level * rate,
                 }
             )
@@ -373,8 +452,13 @@ def report(rows: list[dict[str, Any]], out: Any) -> None:
         " default GC: one run; load = 1-min load average before the level",
         file=out,
     )
+    print(
+        "   +cpu: the library's CPU per item over the sources alone; skeleton: the same for"
+        " the concurrency alone (a task per call, its cancel scopes, the head start)",
+        file=out,
+    )
     head = "backend  turns  gc           runs  load   items/s   p50 ms   p99 ms   max ms"
-    print(head + "  +cpu us/item  gc pause ms  lag ms  keeps up", file=out)
+    print(head + "  +cpu us/item  skeleton  gc pause ms  lag ms  keeps up", file=out)
     for row in rows:
         if "memory" in row:
             mem = row["memory"]
@@ -401,7 +485,8 @@ def report(rows: list[dict[str, Any]], out: Any) -> None:
         print(
             f"{row['backend']:<8} {row['turns']:>5}  {row['gc']:<11} {row['runs']:>5}"
             f" {load if load is not None else math.nan:>5.2f} {lib['items_per_s']:>9,.0f}"
-            f" {shown} {row['extra_cpu_us_per_item']:>13.1f} {lib['max_gc_pause_ms']:>12.1f}"
+            f" {shown} {row['extra_cpu_us_per_item']:>13.1f}"
+            f" {row['skeleton_cpu_us_per_item']:>9.1f} {lib['max_gc_pause_ms']:>12.1f}"
             f" {lib['max_lag_ms']:>7.1f}  {'yes' if row['keeps_up'] else 'NO'}",
             file=out,
         )
