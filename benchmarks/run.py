@@ -523,12 +523,16 @@ def summarize(report: Report) -> dict[str, Any]:
             )
     for wl in workloads:
         m = _find(report, wl, "machine", "seed-dicts")
+        f = _find(report, wl, "async for + machine", "seed-dicts")
         a = _find(report, wl, "consume/asyncio", "seed-dicts")
         t = _find(report, wl, "consume/trio", "seed-dicts")
         out["consume_vs_machine"].append(
             {
                 "workload": wl,
                 "asyncio_vs_machine": a.us_per_event / m.us_per_event if a and m else None,
+                # what iterating an async source costs by itself, and consume beyond it
+                "async_for_vs_machine": f.us_per_event / m.us_per_event if f and m else None,
+                "asyncio_vs_async_for": a.us_per_event / f.us_per_event if a and f else None,
                 "trio_vs_asyncio": t.us_per_event / a.us_per_event if a and t else None,
             }
         )
@@ -615,10 +619,13 @@ def print_summary(report: Report) -> None:
                 f" {x['ns_per_byte_small']:8.1f}  = {x['ratio']:5.2f}"
             )
         print()
-    print("== consume vs machine (per event, seed dicts)")
+    print("== consume vs machine (per event, seed dicts; async for: the machine fed by")
+    print("   `async for` over the same source on asyncio, no tracker)")
     for x in s["consume_vs_machine"]:
         print(
             f"{x['workload']:<14} consume/asyncio / machine = {_fmt(x['asyncio_vs_machine'])}"
+            f" (async for / machine = {_fmt(x['async_for_vs_machine'])},"
+            f" consume/asyncio / async for = {_fmt(x['asyncio_vs_async_for'])})"
             f"   consume/trio / consume/asyncio = {_fmt(x['trio_vs_asyncio'])}"
         )
     print()

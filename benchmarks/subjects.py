@@ -17,7 +17,7 @@ tree). Every subject has the floor of its own input family as its reference.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,7 +65,7 @@ def timed(body: BodyFn) -> RunFn:
 class Subject:
     name: str
     family: str
-    kind: str  # floor | library | adapter | competitor
+    kind: str  # floor | reference | library | adapter | competitor
     run: RunFn | None
     floor: str = ""
     cappable: bool = False
@@ -219,8 +219,9 @@ def machine_body(items: list[Any], complete: bool) -> Any:
     return _deferred(machine) if complete else None
 
 
-def _consume(backend: str, wrap: Callable[[Any], Any] | None = None) -> RunFn:
-    """``await ToolCallTracker().consume(source)``, timed inside the event loop."""
+def _in_loop(backend: str, turn: Callable[[Any], Awaitable[Any]]) -> RunFn:
+    """``loops`` times ``await turn(source)`` in one event loop, timed inside it (``turn``
+    returns what holds the calls: a tracker or a machine)."""
 
     def run(items: list[Any], complete: bool, loops: int) -> tuple[int, Any]:
         import anyio
@@ -231,17 +232,39 @@ def _consume(backend: str, wrap: Callable[[Any], Any] | None = None) -> RunFn:
 
         async def main() -> tuple[int, Any]:
             clock = _clock[0]
-            tracker = None
+            holder = None
             t0 = clock()
             for _ in range(loops):
-                tracker = ToolCallTracker()
-                await tracker.consume(source() if wrap is None else wrap(source()))
-            return clock() - t0, _deferred(tracker) if complete else None
+                holder = await turn(source())
+            return clock() - t0, _deferred(holder) if complete else None
 
         result: tuple[int, Any] = anyio.run(main, backend=backend)
         return result
 
     return run
+
+
+def _consume(backend: str, wrap: Callable[[Any], Any] | None = None) -> RunFn:
+    """``await ToolCallTracker().consume(source)``, timed inside the event loop."""
+
+    async def turn(source: Any) -> ToolCallTracker:
+        tracker = ToolCallTracker()
+        await tracker.consume(source if wrap is None else wrap(source))
+        return tracker
+
+    return _in_loop(backend, turn)
+
+
+async def _async_machine_turn(source: Any) -> Any:
+    """The machine fed by ``async for`` over the same source, in the same event loop: what
+    any consumer of an async stream pays before a tracker does anything (no cancel scope,
+    no checkpoint, no waiter)."""
+    machine = tool_call_streaming_state_machine()
+    apply = machine.apply
+    async for event in source:
+        apply(event)
+    machine.write_end(True, "source exhausted")
+    return machine
 
 
 def _adapter_ref(fmt: str) -> tuple[str, str]:
@@ -497,6 +520,14 @@ def all_subjects() -> list[Subject]:
         Subject("floor", "seed-dicts", "floor", FLOORS["seed-dicts"], note="bare loop"),
         Subject("machine", "seed-dicts", "library", timed(machine_body), floor="seed-dicts"),
         Subject("machine", "seed-models", "library", timed(machine_body), floor="seed-dicts"),
+        Subject(
+            "async for + machine",
+            "seed-dicts",
+            "reference",
+            _in_loop("asyncio", _async_machine_turn),
+            "seed-dicts",
+            note="asyncio",
+        ),
         Subject("consume/asyncio", "seed-dicts", "library", _consume("asyncio"), "seed-dicts"),
         Subject("consume/trio", "seed-dicts", "library", _consume("trio"), "seed-dicts"),
     ]
