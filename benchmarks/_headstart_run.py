@@ -27,13 +27,16 @@ from _headstart_streams import FORMATS, Replay
 
 from toolcall_tracker import ToolCallTracker, ToolRunner, tool
 from toolcall_tracker._registry import get
-from toolcall_tracker.adapters import OpenAIChatAdapter, adapt
+from toolcall_tracker.adapters import AISDKAdapter, OpenAIChatAdapter, adapt
 
 # The adapters of the formats the head-start streams are rendered in, from the registry.
 ADAPTERS: dict[str, Callable[[], Any]] = {
     fmt: get(fmt.replace("_", "-")).load("adapter") for fmt in FORMATS
 }
 ADAPTERS["openai_chat_eager"] = lambda: OpenAIChatAdapter(eager=True)
+# The AI SDK reader makes a step's calls ready at the end of the step by default (an
+# approval request or a reset-step may still come); ready="input" is its head start.
+ADAPTERS["ai_sdk"] = lambda: AISDKAdapter(ready="input")
 
 
 def synthetic_tools(latencies: dict[str, float]) -> ToolRunner:
