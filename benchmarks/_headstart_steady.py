@@ -44,7 +44,7 @@ from typing import Any
 
 import anyio
 
-from toolcall_tracker import ToolCallTracker, ToolRunner, tool
+from toolcall_tracker import ToolCall, ToolCallTracker, ToolRunner, tool
 from toolcall_tracker.tracker import READY_CHECKPOINTS
 
 CALLS, ARGS, FRAGMENT, MAX_READ, MAX_READ_BYTES = 3, 120, 8, 6, 4096
@@ -207,26 +207,44 @@ async def turn_loop(
         counted = time.monotonic() - begin >= warm_up
         feed = source(events, sizes, rate, rng, stamps)
         try:
-            if subject == "sources":
-                async for _ in feed:
-                    pass
-            elif subject == "skeleton":
-                await skeleton_turn(feed, yields)
-            else:
-                assert runner is not None
-                async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
-                    tg.start_soon(tracker.consume, feed)
-                    calls = await runner.run(tracker)
-                if counted:
-                    for call, ready in zip(calls, readies, strict=True):
-                        timeline = tracker.timeline(call.id)
-                        if timeline is not None and timeline.tool_started is not None:
-                            loop.latencies.append(timeline.tool_started - stamps.stamps[ready])
+            ran = await one_turn(subject, feed, runner, yields)
+            if counted and ran is not None:
+                tracker, calls = ran
+                for call, ready in zip(calls, readies, strict=True):
+                    timeline = tracker.timeline(call.id)
+                    if timeline is not None and timeline.tool_started is not None:
+                        loop.latencies.append(timeline.tool_started - stamps.stamps[ready])
         finally:  # (a turn cut off at the end of a saturated run counts what it read)
             if counted:
                 loop.items += len(stamps.stamps)
                 loop.lag = max(loop.lag, stamps.lag)
         turn += 1
+
+
+async def one_turn(
+    subject: str, feed: AsyncIterator[Any], runner: ToolRunner | None, yields: int
+) -> tuple[ToolCallTracker, list[ToolCall]] | None:
+    """One turn of ``subject`` (one of :data:`SUBJECTS`): the library's tracker and calls,
+    ``None`` for the others. ``runner``: the library's; ``yields``: the skeleton's."""
+    if subject == "sources":
+        async for _ in feed:
+            pass
+        return None
+    if subject == "skeleton":
+        await skeleton_turn(feed, yields)
+        return None
+    assert runner is not None
+    return await library_turn(runner, feed)
+
+
+async def library_turn(
+    runner: ToolRunner, feed: AsyncIterator[Any]
+) -> tuple[ToolCallTracker, list[ToolCall]]:
+    """One turn through the public pattern: the tracker and the calls ``run`` returned."""
+    async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
+        tg.start_soon(tracker.consume, feed)
+        calls = await runner.run(tracker)
+    return tracker, calls
 
 
 def make_runner() -> ToolRunner:
@@ -309,7 +327,7 @@ async def memory(turns: int) -> dict[str, float]:
             before = tracemalloc.get_traced_memory()[0]
             async with anyio.create_task_group() as tg:
                 for _ in range(turns):
-                    tg.start_soon(_turn, runner, parked(items, release))
+                    tg.start_soon(library_turn, runner, parked(items, release))
                 for _ in range(20):  # let every turn reach its wait
                     await anyio.lowlevel.checkpoint()
                 held = tracemalloc.get_traced_memory()[0] - before
@@ -322,12 +340,6 @@ async def memory(turns: int) -> dict[str, float]:
     idle = await measure([])
     pending = await measure(events[: 1 + ARGS // FRAGMENT // 2])  # a start, half its fragments
     return {"idle_turn_bytes": idle, "pending_call_bytes": pending - idle}
-
-
-async def _turn(runner: ToolRunner, feed: AsyncIterator[Any]) -> None:
-    async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
-        tg.start_soon(tracker.consume, feed)
-        await runner.run(tracker)
 
 
 def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:

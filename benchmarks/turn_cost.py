@@ -47,16 +47,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _headstart_steady import (
-    SUBJECTS,
-    make_runner,
-    reads,
-    skeleton_turn,
-    skeleton_yields,
-    turn_events,
-)
-
-from toolcall_tracker import ToolCallTracker
+from _headstart_steady import SUBJECTS, make_runner, one_turn, reads, skeleton_yields, turn_events
 
 
 async def _source(events: list[dict[str, Any]], sizes: list[int]) -> AsyncIterator[Any]:
@@ -84,16 +75,7 @@ async def _loops(subject: str, loops: int, seconds: float) -> tuple[int, int, fl
         turn = index
         while time.monotonic() < until:
             events = prepared[turn % len(prepared)]
-            feed = _source(events, reads(len(events), rng))
-            if subject == "library":
-                async with ToolCallTracker() as tracker, anyio.create_task_group() as tg:
-                    tg.start_soon(tracker.consume, feed)
-                    await runner.run(tracker)
-            elif subject == "skeleton":
-                await skeleton_turn(feed, yields)
-            else:
-                async for _ in feed:
-                    pass
+            await one_turn(subject, _source(events, reads(len(events), rng)), runner, yields)
             turns += 1
             items += len(events)
             turn += 1
