@@ -29,7 +29,6 @@ one process saturates.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import json
 import math
@@ -45,6 +44,7 @@ from typing import Any
 import anyio
 
 from toolcall_tracker import ToolCall, ToolCallTracker, ToolRunner, tool
+from toolcall_tracker._waiting import checkpoints_to_skip
 from toolcall_tracker.tracker import READY_CHECKPOINTS
 
 CALLS, ARGS, FRAGMENT, MAX_READ, MAX_READ_BYTES = 3, 120, 8, 6, 4096
@@ -178,12 +178,9 @@ async def _answer(query: str) -> int:
 
 
 def skeleton_yields() -> int:
-    """How often the skeleton yields after a ready item on the running backend."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:  # trio
-        return READY_CHECKPOINTS
-    return READY_CHECKPOINTS - 1
+    """How often the skeleton yields after a ready item on the running backend: as often
+    as ``consume`` does after an item that woke a waiting task (its own rule, read)."""
+    return READY_CHECKPOINTS - checkpoints_to_skip()
 
 
 async def turn_loop(

@@ -70,10 +70,6 @@ class Held:
         self.room = room
         return room >= 0
 
-    def size(self) -> int:
-        """The held text's length."""
-        return self.limit - self.room
-
     def due(self) -> bool:
         """Whether the call is ready at the end of its step: its input was stated, and no
         approval holds it."""
