@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from toolcall_tracker import (
     Limits,
+    Status,
     ToolCallStateMachine,
     ToolCallTracker,
     TrackerClosed,
@@ -181,3 +182,90 @@ def test_more_and_more_of_are_one_fast_path(
         assert call is not None
         outcomes.append((answers, call.status, call.args_text, listener.seen))
     assert outcomes[0] == outcomes[1]
+
+
+# -- a parse handed over (toolcall_tracker._lanes.give) -----------------------------------
+
+
+def _ui_call(call_id: str, fragments: list[str], stated: Any) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = [
+        {"type": "start"},
+        {"type": "start-step"},
+        {"type": "tool-input-start", "toolCallId": call_id, "toolName": "f"},
+    ]
+    parts += [
+        {"type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": f} for f in fragments
+    ]
+    parts.append(
+        {"type": "tool-input-available", "toolCallId": call_id, "toolName": "f", "input": stated}
+    )
+    return [*parts, {"type": "finish-step"}, {"type": "finish"}]
+
+
+def test_a_streamed_text_the_reader_parsed_is_parsed_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The AI SDK reader parses the streamed text to compare it with the stated input; the
+    machine takes that parse at ready instead of parsing the same text again."""
+    from toolcall_tracker import _reducer
+    from toolcall_tracker.adapters import AISDKAdapter
+
+    parsed_by_machine: list[str] = []
+    parse = _reducer.parse_json
+
+    def counting(text: str) -> Any:
+        parsed_by_machine.append(text)
+        return parse(text)
+
+    monkeypatch.setattr(_reducer, "parse_json", counting)
+    machine = ToolCallStateMachine()
+    stated = {"q": "x", "n": [1, 2.5, True, None]}
+    apply_stream(
+        machine,
+        _ui_call("c1", ['{"q": "x", ', '"n": [1, 2.5, true, null]}'], stated),
+        AISDKAdapter(),
+    )
+    call = machine.get("c1")
+    assert call is not None
+    assert call.status is Status.RUNNING
+    assert call.args == stated
+    assert call.args_text == '{"q": "x", "n": [1, 2.5, true, null]}'
+    assert parsed_by_machine == []
+    # a stated input that differs replaces the text: the machine parses what it holds
+    machine = ToolCallStateMachine()
+    apply_stream(machine, _ui_call("c2", ['{"q": 1}'], {"q": True}), AISDKAdapter())
+    call = machine.get("c2")
+    assert call is not None
+    assert call.args == {"q": True}
+    assert call.args_text == '{"q":true}'
+    assert parsed_by_machine == ['{"q":true}']
+
+
+def test_a_handed_parse_is_taken_only_for_that_very_text() -> None:
+    """``give`` pins the value to the text object: text appended afterwards, a failed call
+    or a call that is no longer pending never takes it."""
+    from toolcall_tracker._lanes import give
+    from toolcall_tracker._reducer import _CallRecord
+
+    machine = ToolCallStateMachine()
+    machine.write_start("a", "f")
+    record = machine._calls["a"]  # type: ignore[attr-defined]
+    text = '{"x": 1}'
+    machine.write_delta("a", text)
+    give(record, text, {"x": "not the parse"})  # a wrong value proves which was taken
+    machine.write_delta("a", " ")  # the text the machine holds is no longer that object
+    machine.write_ready("a")
+    call = machine.get("a")
+    assert call is not None
+    assert call.args == {"x": 1}
+
+    machine.write_start("b", "f")
+    record = machine._calls["b"]  # type: ignore[attr-defined]
+    machine.write_delta("b", text)
+    give(record, text, {"x": "handed"})
+    machine.write_error("b", "stopped")
+    assert record.given is None  # released with the failed call
+
+    give(record, text, {"x": "late"})  # not pending: nothing is kept
+    assert record.given is None
+    assert isinstance(record, _CallRecord)

@@ -178,6 +178,7 @@ class _CallRecord:
         "budget",
         "error",
         "free",
+        "given",
         "held",
         "id",
         "name",
@@ -209,6 +210,8 @@ class _CallRecord:
         self.small = 0
         self.text: str | None = None
         self.args: Any = None
+        # ``(text, value)``: the parse of ``text`` an adapter already made (see _lanes).
+        self.given: tuple[str, Any] | None = None
         self.result: Any = None
         self.error: Any = None
         self.snapshot: ToolCall | None = None
@@ -353,6 +356,13 @@ def _parse(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _
     record.parts.clear()  # keeps the list: one allocation per call, not one per step
     record.budget = -1  # no longer pending: the lane is closed for good
     record.held = 0
+    given = record.given
+    if given is not None and given[0] is text:  # that very text, parsed by parse_json
+        record.given = None
+        record.args = given[1]
+        record.status = RUNNING
+        record.snapshot = None
+        return record
     try:
         record.args = parse_json(text)
     except _ArgumentsError as exc:
@@ -377,6 +387,7 @@ def _fail(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _C
         record.parts.clear()  # keeps the list: one allocation per call, not one per step
         record.budget = -1  # no longer pending: the lane is closed for good
         record.held = 0
+        record.given = None
     record.status = ERROR
     record.error = payload
     record.snapshot = None

@@ -12,7 +12,8 @@ streamed text (a :class:`Held`) and writes the text of the call only at
 
 - the streamed text, when it parses to the stated input as JSON values (numbers compared
   as JavaScript compares them: an integer beyond 2^53 equals its rounded double, so the
-  streamed, exact digits are kept);
+  streamed, exact digits are kept); that parse is handed to a machine, which then does
+  not parse the same text again at ``ready`` (see ``CallTable.append_parsed``);
 - else the JSON of the stated input: the server's input counts, and the streamed text is
   dropped (logged at DEBUG);
 - for a text-input tool (``inputEncoding: "text"``), whose input is a plain string, the
@@ -94,32 +95,38 @@ def resize(streams: Iterable[Held], max_args_chars: int) -> None:
         held.limit = max_args_chars
 
 
-def input_text(held: Held, given: Any) -> tuple[str | None, bool]:
+def input_text(held: Held, given: Any) -> tuple[str | None, bool, Any]:
     """The argument text to write for a call whose input is ``given`` (``MISSING`` if the
-    part had none), and whether the streamed text was replaced by it. ``None``: ``given``
-    cannot be written as JSON."""
+    part had none), whether the streamed text was replaced by it, and the text's parse by
+    ``parse_json`` when it was made here (else ``MISSING``). ``None``: ``given`` cannot be
+    written as JSON."""
     streamed = held.text()
     if held.text_input:
         value = streamed if given is MISSING else given
-        return _json_text(value), given is not MISSING and given != streamed and bool(streamed)
+        replaced = given is not MISSING and given != streamed and bool(streamed)
+        return _json_text(value), replaced, MISSING
     # no input (or null, as AI SDK v4 writes it); whitespace alone is no text: {} follows
     if given is MISSING or given is None:
-        return (streamed if streamed.strip() else streamed + "{}"), False
-    if streamed.strip() and _same_json(streamed, given):
-        return streamed, False
-    return _json_text(given), bool(streamed.strip())
+        return (streamed if streamed.strip() else streamed + "{}"), False, MISSING
+    if streamed.strip():
+        parsed = _parsed_as(streamed, given)
+        if parsed is not MISSING:
+            return streamed, False, parsed
+    return _json_text(given), bool(streamed.strip()), MISSING
 
 
-def _same_json(text: str, value: Any) -> bool:
-    """Whether ``text`` parses to ``value`` (see :func:`json_equal`)."""
+def _parsed_as(text: str, value: Any) -> Any:
+    """The parse of ``text`` if it is ``value`` (see :func:`json_equal`), else ``MISSING``."""
     try:
         parsed = parse_json(text)
     except _ArgumentsError:
-        return False
+        return MISSING
     try:
-        return _plainly_equal(text, parsed, value) or json_equal(parsed, value)
+        if _plainly_equal(text, parsed, value) or json_equal(parsed, value):
+            return parsed
     except RecursionError:
-        return False
+        pass
+    return MISSING
 
 
 def _plainly_equal(text: str, parsed: Any, value: Any) -> bool:

@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from .._lanes import lanes
+from .._lanes import give, lanes
 from ..errors import CallFailure
 from ..limits import DEFAULT_LIMITS, Limits
 from ..sink import EventSink
@@ -321,6 +321,15 @@ class CallTable:
             else:
                 copy.append(text)
         self._write_delta(record.call_id, text)
+
+    def append_parsed(self, record: Record, text: str, value: Any, event_type: str) -> None:
+        """:meth:`append` of a call's whole argument text, ``value`` being its parse by
+        ``parse_json``: a machine takes that value at ``ready`` instead of parsing ``text``
+        again (see :func:`toolcall_tracker._lanes.give`)."""
+        self.append(record, text, event_type)
+        lane = record.lane
+        if lane is not None and record.open:
+            give(lane, text, value)
 
     def close(self, key: Any, event_type: str) -> None:
         """Make the open call at ``key`` ready, applying the ``{}`` rule first."""

@@ -204,8 +204,10 @@ class AISDKAdapter(SinkAdapter):
                 if kind == "tool-input-delta":  # more text for a held call (as _on_delta)
                     held = self._streams[item["toolCallId"]]
                     text = item["inputTextDelta"]
-                    if type(text) is str:
-                        if not held.add(text):
+                    if type(text) is str:  # Held.add's lines, inlined: a call per fragment
+                        held.parts.append(text)
+                        room = held.room = held.room - len(text)
+                        if room < 0:
                             self._outgrown(held)
                         return
                 else:  # a call's start or stated input: its handler at once
@@ -297,14 +299,23 @@ class AISDKAdapter(SinkAdapter):
         self._record(item, "tool-input-start")
 
     def _on_available(self, item: Any) -> None:
-        record = self._record(item, "tool-input-available")
+        plain = type(item) is dict  # the commonest: a plain dict, for a call already started
+        call_id = item.get("toolCallId") if plain else None
+        record = self._calls.records.get(call_id) if type(call_id) is str else None
+        if record is None:  # (or a call stated whole: it starts here)
+            record = self._record(item, "tool-input-available")
         held = None if record is None else self._streams.get(record.call_id)
         if record is None or held is None or not record.open:
             return
-        given = item.get("input", MISSING) if isinstance(item, Mapping) else MISSING
-        if _get(item, "inputEncoding") == "text":
+        if plain:
+            given = item.get("input", MISSING)
+            text_input = item.get("inputEncoding") == "text"
+        else:
+            given = item.get("input", MISSING) if isinstance(item, Mapping) else MISSING
+            text_input = _get(item, "inputEncoding") == "text"
+        if text_input:
             held.text_input = True
-        text, replaced = input_text(held, given)
+        text, replaced, parsed = input_text(held, given)
         if text is None:
             self._fail(record, f"the call's input cannot be written as JSON: {_short(given)}")
             return
@@ -315,9 +326,13 @@ class AISDKAdapter(SinkAdapter):
                 held.text(),
             )
         held.available = True
+        held.parts.clear()  # (written now: the machine holds the text)
         del self._streams[record.call_id]
         record.empty = False  # the table writes no {} for it
-        self._calls.append(record, text, "tool-input-available")
+        if parsed is MISSING:
+            self._calls.append(record, text, "tool-input-available")
+        else:  # the streamed text, parsed once
+            self._calls.append_parsed(record, text, parsed, "tool-input-available")
         if self._eager:
             self._due = record
 
