@@ -91,6 +91,8 @@ def test_a_delta_beyond_max_args_chars_fails_the_call_through_the_fast_path() ->
     [
         ('{"a": 1}', {"a": True}, False),  # a boolean never equals a number
         ('{"a": true}', {"a": 1}, False),
+        ('{"a": true, "b": 1}', {"a": 1, "b": True}, False),  # as many booleans, elsewhere
+        ('{"a": 0}', {"a": False}, False),
         ('{"a": true}', {"a": True}, True),
         ('{"a": "true", "b": 1}', {"a": "true", "b": 1}, True),
         ('{"a": 1}', {"a": 1.0}, True),  # numbers by value

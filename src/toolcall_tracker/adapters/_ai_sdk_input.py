@@ -144,10 +144,9 @@ def _plainly_equal(text: str, parsed: Any, value: Any) -> bool:
         stated = to_json(value)
     except (TypeError, ValueError):  # not plain JSON values: the full comparison decides
         return False
-    no_booleans = b"true" not in stated and b"false" not in stated
-    if no_booleans and "true" not in text and "false" not in text:
-        return True
-    return bool(to_json(parsed) == stated)
+    if "true" in text or "false" in text:  # it may hold booleans: the JSON texts decide
+        return bool(to_json(parsed) == stated)
+    return (b"true" not in stated and b"false" not in stated) or to_json(parsed) == stated
 
 
 def json_equal(a: Any, b: Any) -> bool:
