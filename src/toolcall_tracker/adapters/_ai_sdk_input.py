@@ -35,9 +35,9 @@ from pydantic_core import to_json
 
 from .._json import _ArgumentsError, parse_json
 from ._calls import Record
-from ._common import _json_text
+from ._common import _get, _json_text, logger
 
-__all__ = ["MISSING", "Held", "forget", "input_text", "json_equal", "resize"]
+__all__ = ["MISSING", "Held", "forget", "input_text", "json_equal", "resize", "settle"]
 
 MISSING: Final[Any] = object()
 _EXACT: Final = 2**53
@@ -93,6 +93,31 @@ def resize(streams: Iterable[Held], max_args_chars: int) -> None:
     for held in streams:
         held.room += max_args_chars - held.limit
         held.limit = max_args_chars
+
+
+def settle(held: Held, item: Any) -> tuple[str | None, Any, Any]:
+    """Settle a held call at its ``tool-input-available`` part ``item``: the argument text
+    to write (``None``: the stated input cannot be written as JSON, nothing changed), its
+    parse when made here (else ``MISSING``) and the stated input. Once settled, the call's
+    input is available and its fragments are dropped (the text written holds them)."""
+    if type(item) is dict:  # the commonest
+        given, text_input = item.get("input", MISSING), item.get("inputEncoding") == "text"
+    else:
+        given = item.get("input", MISSING) if isinstance(item, Mapping) else MISSING
+        text_input = _get(item, "inputEncoding") == "text"
+    if text_input:
+        held.text_input = True
+    text, replaced, parsed = input_text(held, given)
+    if text is not None:
+        if replaced:
+            logger.debug(
+                "ai_sdk: call %r: the stated input replaces the streamed text %.200r",
+                held.record.call_id,
+                held.text(),
+            )
+        held.available = True
+        held.parts.clear()
+    return text, parsed, given
 
 
 def input_text(held: Held, given: Any) -> tuple[str | None, bool, Any]:

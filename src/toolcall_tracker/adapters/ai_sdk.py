@@ -73,7 +73,7 @@ and :data:`UI_MESSAGE_STREAM_HEADERS` are the response headers ``useChat`` expec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
 from ..errors import CallFailure
@@ -86,7 +86,7 @@ from ._ai_sdk_encoder import (
     to_sse,
 )
 from ._ai_sdk_ids import AISDKStreamIds
-from ._ai_sdk_input import MISSING, Held, forget, input_text, resize
+from ._ai_sdk_input import MISSING, Held, forget, resize, settle
 from ._ai_sdk_listener import AISDKListener
 from ._ai_sdk_parts import _decode_text
 from ._base import SinkAdapter
@@ -307,26 +307,10 @@ class AISDKAdapter(SinkAdapter):
         held = None if record is None else self._streams.get(record.call_id)
         if record is None or held is None or not record.open:
             return
-        if plain:
-            given = item.get("input", MISSING)
-            text_input = item.get("inputEncoding") == "text"
-        else:
-            given = item.get("input", MISSING) if isinstance(item, Mapping) else MISSING
-            text_input = _get(item, "inputEncoding") == "text"
-        if text_input:
-            held.text_input = True
-        text, replaced, parsed = input_text(held, given)
+        text, parsed, given = settle(held, item)
         if text is None:
             self._fail(record, f"the call's input cannot be written as JSON: {_short(given)}")
             return
-        if replaced:
-            logger.debug(
-                "ai_sdk: call %r: the stated input replaces the streamed text %.200r",
-                record.call_id,
-                held.text(),
-            )
-        held.available = True
-        held.parts.clear()  # (written now: the machine holds the text)
         del self._streams[record.call_id]
         record.empty = False  # the table writes no {} for it
         if parsed is MISSING:
