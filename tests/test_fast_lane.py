@@ -245,7 +245,6 @@ def test_a_handed_parse_is_taken_only_for_that_very_text() -> None:
     """``give`` pins the value to the text object: text appended afterwards, a failed call
     or a call that is no longer pending never takes it."""
     from toolcall_tracker._lanes import give
-    from toolcall_tracker._reducer import _CallRecord
 
     machine = ToolCallStateMachine()
     machine.write_start("a", "f")
@@ -268,4 +267,12 @@ def test_a_handed_parse_is_taken_only_for_that_very_text() -> None:
 
     give(record, text, {"x": "late"})  # not pending: nothing is kept
     assert record.given is None
-    assert isinstance(record, _CallRecord)
+
+    machine.write_start("c", "f")
+    record = machine._calls["c"]  # type: ignore[attr-defined]
+    machine.write_delta("c", text)
+    handed = {"x": 1}
+    give(record, text, handed)
+    machine.write_ready("c")
+    assert record.args is handed  # taken as it is: not parsed again
+    assert record.given is None

@@ -357,19 +357,18 @@ def _parse(record: _CallRecord, call_id: str, payload: Any, limits: Limits) -> _
     record.budget = -1  # no longer pending: the lane is closed for good
     record.held = 0
     given = record.given
+    record.given = None
     if given is not None and given[0] is text:  # that very text, parsed by parse_json
-        record.given = None
         record.args = given[1]
         record.status = RUNNING
-        record.snapshot = None
-        return record
-    try:
-        record.args = parse_json(text)
-    except _ArgumentsError as exc:
-        record.status = ERROR
-        record.error = exc.value
     else:
-        record.status = RUNNING
+        try:
+            record.args = parse_json(text)
+        except _ArgumentsError as exc:
+            record.status = ERROR
+            record.error = exc.value
+        else:
+            record.status = RUNNING
     record.snapshot = None
     return record
 
