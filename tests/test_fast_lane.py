@@ -276,3 +276,51 @@ def test_a_handed_parse_is_taken_only_for_that_very_text() -> None:
     machine.write_ready("c")
     assert record.args is handed  # taken as it is: not parsed again
     assert record.given is None
+
+
+def _chat_chunk(index: int, text: str, name: str | None = None) -> dict[str, Any]:
+    fragment: dict[str, Any] = {"index": index, "function": {"arguments": text}}
+    if name is not None:
+        fragment.update(id=f"call_{index}", type="function")
+        fragment["function"]["name"] = name
+    delta = {"role": "assistant", "tool_calls": [fragment]}
+    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+
+
+def test_a_chat_call_made_ready_early_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Chat adapter parses a call's text when the next call starts, to tell whether it
+    is complete; the machine takes that parse at ready. Text that is not complete is held,
+    and parsed by the machine at the finish reason."""
+    from toolcall_tracker import _reducer
+    from toolcall_tracker.adapters import OpenAIChatAdapter, _openai
+
+    parsed: list[tuple[str, str]] = []
+    for module in (_reducer, _openai):
+        parse = module.parse_json
+
+        def counting(text: str, _parse: Any = parse, _where: str = module.__name__) -> Any:
+            parsed.append((_where.rsplit(".", 1)[-1], text))
+            return _parse(text)
+
+        monkeypatch.setattr(module, "parse_json", counting)
+    finish = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    items = [
+        _chat_chunk(0, '{"a": [1, ', "f"),
+        _chat_chunk(0, "true]}"),
+        _chat_chunk(1, "12", "g"),  # a bare number may still grow: held
+        _chat_chunk(2, "{}", "h"),
+        finish,
+    ]
+    tracker = ToolCallTracker()
+    apply_stream(tracker, items, OpenAIChatAdapter())
+    assert [(c.id, c.status, c.args) for c in tracker.list()] == [
+        ("call_0", Status.RUNNING, {"a": [1, True]}),
+        ("call_1", Status.RUNNING, 12),
+        ("call_2", Status.RUNNING, {}),
+    ]
+    assert parsed == [
+        ("_openai", '{"a": [1, true]}'),  # call_0 superseded: complete, handed over
+        ("_openai", "12"),  # call_1 superseded: a number, held
+        ("_reducer", "12"),  # ... and parsed by the machine at the finish reason
+        ("_reducer", "{}"),  # call_2, the last, made ready at the finish reason
+    ]

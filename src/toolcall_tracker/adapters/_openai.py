@@ -159,17 +159,18 @@ _PENDING, _READY, _FAILED, _HELD = 0, 1, 2, 3
 """Call statuses. ``_HELD`` (Chat only): still pending, but the next call of its choice
 has started and it was not made ready then; it waits for the ``finish_reason``."""
 _HOLD_PARTS: Final = 256
+_INCOMPLETE: Final = object()  # _complete_json's answer for text that may still grow
 
 
-def _complete_json(text: str) -> bool:
-    """Whether ``text`` is one complete JSON value that no more text could extend: it
-    parses (by the machine's rules) and is not a bare number (``12`` may still become
-    ``123``)."""
+def _complete_json(text: str) -> Any:
+    """The value of ``text`` if it is one complete JSON value that no more text could
+    extend: it parses (by the machine's rules) and is not a bare number (``12`` may still
+    become ``123``); else ``_INCOMPLETE``."""
     try:
         value = parse_json(text)
     except _ArgumentsError:
-        return False
-    return type(value) is not int and type(value) is not float
+        return _INCOMPLETE
+    return _INCOMPLETE if type(value) is int or type(value) is float else value
 
 
 class _JsonEnd:

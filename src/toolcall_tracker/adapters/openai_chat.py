@@ -29,6 +29,7 @@ from ._common import _usable_id
 from ._openai import (
     _FAILED,
     _HELD,
+    _INCOMPLETE,
     _MAPPING_TYPES,
     _PENDING,
     _READY,
@@ -446,12 +447,15 @@ class OpenAIChatAdapter(_Emitter):
         interleaved so far): ``call`` is complete if its text says so too. Ready now if it
         is named and its text is one complete JSON value; else held for the
         ``finish_reason`` (no text, or text that is not complete, is never made ready
-        early)."""
+        early). The text is parsed once: the parse is handed to the sink."""
         text = self._calls.text(call) if call.started and call.has_text else None
-        if text is not None and _complete_json(text):
-            self._ready(call)
-        else:
-            self._stop(call, _HELD)
+        if text is not None:
+            value = _complete_json(text)
+            if value is not _INCOMPLETE:
+                self._calls.give(call, text, value)
+                self._ready(call)
+                return
+        self._stop(call, _HELD)
 
     def _interleaved(self, state: _Choice) -> None:
         """``state``'s fragments turn out to be interleaved: from now on its calls become
