@@ -53,7 +53,16 @@ from ..errors import CallFailure
 from ..limits import DEFAULT_LIMITS, Limits
 from ..sink import EventSink
 from ._call_rules import RULES, Rules
-from ._common import IdMinter, _json_text, _plain, _short, _tool_name, _usable_id, logger
+from ._common import (
+    NOT_PARSED,
+    IdMinter,
+    _json_written,
+    _plain,
+    _short,
+    _tool_name,
+    _usable_id,
+    logger,
+)
 from ._sinkguard import SinkRaised
 
 if TYPE_CHECKING:
@@ -327,8 +336,15 @@ class CallTable:
         ``parse_json``: a machine takes that value at ``ready`` instead of parsing ``text``
         again (see :func:`toolcall_tracker._lanes.give`)."""
         self.append(record, text, event_type)
+        self.give(record, text, value)
+
+    def give(self, record: Record, text: str, value: Any) -> None:
+        """Hand the sink ``value``, the parse by ``parse_json`` of ``text``, the whole text
+        the open call ``record`` holds: a machine takes that value at ``ready`` instead of
+        parsing ``text`` again (see :func:`toolcall_tracker._lanes.give`); other sinks
+        parse as ever. Nothing for ``NOT_PARSED`` (see ``_common._json_written``)."""
         lane = record.lane
-        if lane is not None and record.open:
+        if lane is not None and record.open and value is not NOT_PARSED:
             give(lane, text, value)
 
     def close(self, key: Any, event_type: str) -> None:
@@ -348,13 +364,15 @@ class CallTable:
                 and not isinstance(initial, str)
                 and not _plain(initial)
             ):
-                text: str | None = "{}"
+                written: tuple[str, Any] | None = ("{}", NOT_PARSED)
             else:
-                text = _json_text(initial)
-            if text is None:
+                written = _json_written(initial)
+            if written is None:
                 why = f"the call's input cannot be written as JSON: {_short(initial)}"
                 self.fail(record, why, event_type)
                 return
+            text, value = written
+            self.give(record, text, value)
             record.open = False
             if record.copy is not None:
                 record.copy.append(text)

@@ -63,7 +63,7 @@ from ._calls import RULES, CallTable, Record
 from ._common import (
     READ_ERRORS,
     _get,
-    _json_text,
+    _json_written,
     _short,
     logger,
 )
@@ -425,11 +425,11 @@ class GeminiAdapter(SinkAdapter):
                             return
             args = _get(part, "args")
             if args is not None and not writer.wrote:
-                whole = _json_text(args)
+                whole = _json_written(args)
                 if whole is None:
                     raise _MalformedArgs(f"args cannot be written as JSON: {_short(args)}")
                 writer.whole = writer.wrote = True
-                calls.append(record, whole, "args")
+                calls.append_parsed(record, whole[0], whole[1], "args")
             if _get(part, "will_continue", "willContinue") is True:
                 return
             state.open = None
