@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _json_values import count_parses
 from toolcall_tracker import (
     Limits,
     Status,
@@ -210,14 +211,7 @@ def test_a_streamed_text_the_reader_parsed_is_parsed_once(
     from toolcall_tracker import _reducer
     from toolcall_tracker.adapters import AISDKAdapter
 
-    parsed_by_machine: list[str] = []
-    parse = _reducer.parse_json
-
-    def counting(text: str) -> Any:
-        parsed_by_machine.append(text)
-        return parse(text)
-
-    monkeypatch.setattr(_reducer, "parse_json", counting)
+    parsed_by_machine = count_parses(monkeypatch, _reducer)
     machine = ToolCallStateMachine()
     stated = {"q": "x", "n": [1, 2.5, True, None]}
     apply_stream(
@@ -238,7 +232,7 @@ def test_a_streamed_text_the_reader_parsed_is_parsed_once(
     assert call is not None
     assert call.args == {"q": True}
     assert call.args_text == '{"q":true}'
-    assert parsed_by_machine == ['{"q":true}']
+    assert parsed_by_machine == [("_reducer", '{"q":true}')]
 
 
 def test_a_handed_parse_is_taken_only_for_that_very_text() -> None:
@@ -294,15 +288,7 @@ def test_a_chat_call_made_ready_early_is_parsed_once(monkeypatch: pytest.MonkeyP
     from toolcall_tracker import _reducer
     from toolcall_tracker.adapters import OpenAIChatAdapter, _openai
 
-    parsed: list[tuple[str, str]] = []
-    for module in (_reducer, _openai):
-        parse = module.parse_json
-
-        def counting(text: str, _parse: Any = parse, _where: str = module.__name__) -> Any:
-            parsed.append((_where.rsplit(".", 1)[-1], text))
-            return _parse(text)
-
-        monkeypatch.setattr(module, "parse_json", counting)
+    parsed = count_parses(monkeypatch, _reducer, _openai)
     finish = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
     items = [
         _chat_chunk(0, '{"a": [1, ', "f"),

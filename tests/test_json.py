@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from _json_values import JSON_VALUES, same
 from toolcall_tracker import (
     CallFailure,
     InvalidArguments,
@@ -316,32 +317,6 @@ def stdlib_parse(text: str) -> tuple[bool, Any]:
         return True, json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
         return False, None
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equal, and of the same JSON kinds all the way down (True is not 1, 1 is not 1.0)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and math.isnan(a):
-        return False
-    return bool(a == b)
-
-
-JSON_VALUES = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda children: (
-        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
-    ),
-    max_leaves=20,
-)
 
 
 @SETTINGS

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
+from _json_values import JSON_VALUES, count_parses, same
 from toolcall_tracker import Status, ToolCallStateMachine, ToolCallTracker, _reducer
 from toolcall_tracker._json import parse_json
 from toolcall_tracker.adapters import GeminiAdapter, OllamaAdapter, apply_stream
@@ -31,40 +31,16 @@ def _dumps(value: Any) -> str | None:
         return None
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Equal, type for type (``True`` is not ``1``, ``1`` is not ``1.0``)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return bool(a == b)
-
-
-_JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20,
-)
-
-
-@given(_JSON)
+@given(JSON_VALUES)
 def test_a_plain_value_is_written_and_parsed_as_json_dumps_would(value: Any) -> None:
     written = _json_written(value)
     expected = _dumps(value)
     assert written is not None
     assert expected is not None
     text, parsed = written
-    assert _same(parse_json(text), parse_json(expected))  # the same arguments either way
+    assert same(parse_json(text), parse_json(expected))  # the same arguments either way
     if parsed is not NOT_PARSED:  # the parse handed over is the parse of that text
-        assert _same(parsed, parse_json(text))
+        assert same(parsed, parse_json(text))
     assert _json_text(value) == text
 
 
@@ -91,9 +67,9 @@ def test_what_is_not_plain_json_is_decided_by_json_dumps(value: Any) -> None:
         return
     assert written is not None
     text, parsed = written
-    assert _same(parse_json(text), parse_json(expected))
+    assert same(parse_json(text), parse_json(expected))
     if parsed is not NOT_PARSED:
-        assert _same(parsed, parse_json(text))
+        assert same(parsed, parse_json(text))
 
 
 def test_a_recursive_value_cannot_be_written() -> None:
@@ -125,20 +101,13 @@ def _ollama(args: Any) -> list[dict[str, Any]]:
 def test_arguments_that_arrive_whole_are_parsed_once(
     render: Any, adapter: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    parsed_by_machine: list[str] = []
-    parse = _reducer.parse_json
-
-    def counting(text: str) -> Any:
-        parsed_by_machine.append(text)
-        return parse(text)
-
-    monkeypatch.setattr(_reducer, "parse_json", counting)
+    parsed_by_machine = count_parses(monkeypatch, _reducer)
     args = {"q": "x", "n": [1, 2.5, True, None, 1e-7]}
     for sink in (ToolCallStateMachine(), ToolCallTracker()):
         apply_stream(sink, render(args), adapter())
         (call,) = sink.list()
         assert call.status is Status.RUNNING
-        assert _same(call.args, args)
+        assert same(call.args, args)
         assert call.args_text == '{"q":"x","n":[1,2.5,true,null,1e-7]}'
     assert parsed_by_machine == []
     # a tuple is no JSON value of its own: written by json.dumps, parsed by the machine
@@ -146,4 +115,4 @@ def test_arguments_that_arrive_whole_are_parsed_once(
     apply_stream(machine, render({"t": (1, 2)}), adapter())
     (call,) = machine.list()
     assert call.args == {"t": [1, 2]}
-    assert parsed_by_machine == ['{"t":[1,2]}']
+    assert parsed_by_machine == [("_reducer", '{"t":[1,2]}')]
