@@ -92,8 +92,8 @@ def _plain(value: Any) -> Any:
 
 
 def _json_text(value: Any) -> str | None:
-    """Compact JSON text of ``value`` (as ``json.dumps`` writes it with ``,`` and ``:``),
-    or ``None``.
+    """Compact JSON text of ``value`` (no spaces, non-ASCII characters as they are), or
+    ``None``.
 
     ``None`` means ``value`` cannot be written as JSON (a non-finite number, an object
     of unknown type, a cycle); the caller fails the call.
