@@ -6,8 +6,10 @@ other check (see ``_CallRecord.append``). An adapter's call table writing into a
 keeps, for each call it starts, the machine's record of that call, and appends a fragment
 that fits in the lane straight into it: one subtraction, one comparison and one list
 append, the first lines of ``_CallRecord.append``, without the machine's ``write_delta``
-and its look-up. A fragment that does not fit goes through ``write_delta``, which refills
-the lane (coalescing the fragments when it is time) or takes the table's path.
+and its look-up. A fragment that does not fit refills the lane as ``write_delta`` would
+(``_CallRecord.add``: coalescing the fragments when it is time), and one that does not
+fit the call's room either, or meets a closed lane, goes through ``write_delta`` and the
+table's path.
 
 This is safe because a lane only ever admits what ``write_delta`` would append without a
 report: the machine closes a call's lane (``budget = -1``) when the call leaves

@@ -285,6 +285,8 @@ class CallTable:
                 lane.budget = budget
                 lane.parts.append(text)
                 return True
+            if lane.budget >= 0 and lane.add(text):  # the lane's refill, as write_delta's
+                return True
         try:
             self._delta(record.call_id, text)
         except Exception as exc:
@@ -302,6 +304,8 @@ class CallTable:
             if budget >= 0:
                 lane.budget = budget
                 lane.parts.append(text)
+                return True
+            if lane.budget >= 0 and lane.add(text):  # the lane's refill, as write_delta's
                 return True
         try:
             self._delta(record.call_id, text)
