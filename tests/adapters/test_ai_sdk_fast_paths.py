@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from toolcall_tracker import Limits, ToolCallStateMachine
 from toolcall_tracker.adapters import AISDKAdapter
-from toolcall_tracker.adapters._ai_sdk_input import MISSING, Held, input_text, json_equal
+from toolcall_tracker.adapters._ai_sdk_input import Held, input_text, json_equal
+from toolcall_tracker.adapters._common import NOT_PARSED
 
 IDS = ["a", "b", "c"]
 
@@ -111,5 +112,5 @@ def test_the_streamed_text_is_kept_when_it_is_the_stated_input(
     assert (text == streamed) is kept
     assert replaced is not kept
     # the streamed text kept comes with its parse, for the machine to take at ready
-    assert parsed == (json.loads(streamed) if kept else MISSING)
+    assert parsed == (json.loads(streamed) if kept else NOT_PARSED)
     assert json_equal(json.loads(streamed), stated) is kept

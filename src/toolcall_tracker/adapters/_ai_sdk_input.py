@@ -35,7 +35,7 @@ from pydantic_core import to_json
 
 from .._json import _ArgumentsError, parse_json
 from ._calls import Record
-from ._common import _get, _json_text, logger
+from ._common import NOT_PARSED, _get, _json_text, logger
 
 __all__ = ["MISSING", "Held", "forget", "input_text", "json_equal", "resize", "settle"]
 
@@ -98,7 +98,7 @@ def resize(streams: Iterable[Held], max_args_chars: int) -> None:
 def settle(held: Held, item: Any) -> tuple[str | None, Any, Any]:
     """Settle a held call at its ``tool-input-available`` part ``item``: the argument text
     to write (``None``: the stated input cannot be written as JSON, nothing changed), its
-    parse when made here (else ``MISSING``) and the stated input. Once settled, the call's
+    parse when made here (else ``NOT_PARSED``) and the stated input. Once settled, the call's
     input is available and its fragments are dropped (the text written holds them)."""
     if type(item) is dict:  # the commonest
         given, text_input = item.get("input", MISSING), item.get("inputEncoding") == "text"
@@ -123,35 +123,36 @@ def settle(held: Held, item: Any) -> tuple[str | None, Any, Any]:
 def input_text(held: Held, given: Any) -> tuple[str | None, bool, Any]:
     """The argument text to write for a call whose input is ``given`` (``MISSING`` if the
     part had none), whether the streamed text was replaced by it, and the text's parse by
-    ``parse_json`` when it was made here (else ``MISSING``). ``None``: ``given`` cannot be
+    ``parse_json`` when it was made here (else ``NOT_PARSED``). ``None``: ``given`` cannot be
     written as JSON."""
     streamed = held.text()
     if held.text_input:
         value = streamed if given is MISSING else given
         replaced = given is not MISSING and given != streamed and bool(streamed)
-        return _json_text(value), replaced, MISSING
+        return _json_text(value), replaced, NOT_PARSED
     # no input (or null, as AI SDK v4 writes it); whitespace alone is no text: {} follows
     if given is MISSING or given is None:
-        return (streamed if streamed.strip() else streamed + "{}"), False, MISSING
+        return (streamed if streamed.strip() else streamed + "{}"), False, NOT_PARSED
     if streamed.strip():
         parsed = _parsed_as(streamed, given)
-        if parsed is not MISSING:
+        if parsed is not NOT_PARSED:
             return streamed, False, parsed
-    return _json_text(given), bool(streamed.strip()), MISSING
+    return _json_text(given), bool(streamed.strip()), NOT_PARSED
 
 
 def _parsed_as(text: str, value: Any) -> Any:
-    """The parse of ``text`` if it is ``value`` (see :func:`json_equal`), else ``MISSING``."""
+    """The parse of ``text`` if it is ``value`` (see :func:`json_equal`), else
+    ``NOT_PARSED``."""
     try:
         parsed = parse_json(text)
     except _ArgumentsError:
-        return MISSING
+        return NOT_PARSED
     try:
         if _plainly_equal(text, parsed, value) or json_equal(parsed, value):
             return parsed
     except RecursionError:
         pass
-    return MISSING
+    return NOT_PARSED
 
 
 def _plainly_equal(text: str, parsed: Any, value: Any) -> bool:

@@ -86,7 +86,7 @@ from ._ai_sdk_encoder import (
     to_sse,
 )
 from ._ai_sdk_ids import AISDKStreamIds
-from ._ai_sdk_input import MISSING, Held, forget, resize, settle
+from ._ai_sdk_input import Held, forget, resize, settle
 from ._ai_sdk_listener import AISDKListener
 from ._ai_sdk_parts import _decode_text
 from ._base import SinkAdapter
@@ -313,10 +313,7 @@ class AISDKAdapter(SinkAdapter):
             return
         del self._streams[record.call_id]
         record.empty = False  # the table writes no {} for it
-        if parsed is MISSING:
-            self._calls.append(record, text, "tool-input-available")
-        else:  # the streamed text, parsed once
-            self._calls.append_parsed(record, text, parsed, "tool-input-available")
+        self._calls.append_parsed(record, text, parsed, "tool-input-available")  # parsed once
         if self._eager:
             self._due = record
 
