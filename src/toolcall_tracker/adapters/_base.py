@@ -71,7 +71,10 @@ class SinkAdapter:
     A subclass implements ``_translate(item)`` and ``_finish_stream()``, writing through
     ``self._sink`` (an :class:`~toolcall_tracker.EventSink`) and honouring ``self._limits``
     (the sink's limits) for every id, name and piece of text it keeps. ``_limits_changed()``
-    is called when a sink with other limits is bound.
+    is called when a sink with other limits is bound. ``apply_stream`` writes a whole
+    stream through ``_translate_all(items)``: an adapter with a hot path reads there every
+    item in one loop (``_translate(item)`` is then that loop over one item), saving a call
+    per item; a subclass that overrides ``_translate`` gets the plain loop back.
 
     Args:
         limits: the limits to honour when used through ``feed`` / ``end`` (default: the
@@ -158,6 +161,18 @@ class SinkAdapter:
 
     def _translate(self, item: Any) -> None:
         raise NotImplementedError
+
+    def _translate_all(self, items: Iterable[Any]) -> None:
+        for item in items:
+            self._translate(item)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "_translate" in cls.__dict__ and "_translate_all" not in cls.__dict__:
+            # A class that rewrites items before its parent reads them (Mistral, the AI SDK
+            # v4 reader): every item goes through its own _translate, never straight into
+            # a loop it inherited.
+            cls._translate_all = SinkAdapter._translate_all  # type: ignore[method-assign]
 
     def _finish_stream(self) -> None:
         raise NotImplementedError
@@ -366,10 +381,8 @@ def apply_stream(sink: EventSink, items: Iterable[Any], adapter: Adapter[Any]) -
         # adapter while this loop runs.
         if sink is not adapter._sink:
             adapter._bind(sink)
-        translate = adapter._translate
         try:
-            for item in iterator:
-                translate(item)
+            adapter._translate_all(iterator)
         except SinkRaised as wrapped:  # what the sink raised, never a malformed item
             unwrap(wrapped)
     else:

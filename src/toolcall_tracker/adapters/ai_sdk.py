@@ -73,7 +73,7 @@ and :data:`UI_MESSAGE_STREAM_HEADERS` are the response headers ``useChat`` expec
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final, Literal
 
 from ..errors import CallFailure
@@ -110,6 +110,7 @@ __all__ = [
 ]
 
 _OK_FINISH_REASONS: Final = frozenset({"stop", "tool-calls"})
+_Handler = Callable[["AISDKAdapter", Any], None]
 
 
 class AISDKToolError(CallFailure):
@@ -195,25 +196,35 @@ class AISDKAdapter(SinkAdapter):
         self._due: Record | None = None  # with ready="input": ready at the next part
 
     def _translate(self, item: Any) -> None:
-        """Write the events one part implies (possibly none). Only what the sink raises
+        self._read((item,))
+
+    def _read(self, items: Iterable[Any]) -> None:
+        """Write the events each part implies (possibly none). Only what the sink raises
         propagates; a part that cannot be read is logged and ignored."""
-        handler = None
-        if type(item) is dict and self._due is None:  # the fast paths (none while one is due)
-            try:
-                kind = item["type"]
-                if kind == "tool-input-delta":  # more text for a held call (as _on_delta)
-                    held = self._streams[item["toolCallId"]]
-                    text = item["inputTextDelta"]
-                    if type(text) is str:  # Held.add's lines, inlined: a call per fragment
-                        held.parts.append(text)
-                        room = held.room = held.room - len(text)
-                        if room < 0:
-                            self._outgrown(held)
-                        return
-                else:  # a call's start or stated input: its handler at once
-                    handler = _QUICK.get(kind)
-            except (KeyError, TypeError):  # not such a part: the general route
-                pass
+        for item in items:
+            kind = handler = None
+            if type(item) is dict and self._due is None:  # the fast paths (none while one is due)
+                try:
+                    kind = item["type"]
+                    if kind == "tool-input-delta":  # more text for a held call (as _on_delta)
+                        held = self._streams[item["toolCallId"]]
+                        text = item["inputTextDelta"]
+                        if type(text) is str:  # Held.add's lines, inlined: a call per fragment
+                            held.parts.append(text)
+                            room = held.room = held.room - len(text)
+                            if room < 0:
+                                self._outgrown(held)
+                            continue
+                    else:  # a call's start or stated input: its handler at once
+                        handler = _QUICK.get(kind)
+                except (KeyError, TypeError):  # not such a part: the general route
+                    pass
+            self._part(item, kind, handler)
+
+    _translate_all = _read
+
+    def _part(self, item: Any, kind: Any, handler: _Handler | None) -> None:
+        """Any part but a held call's more text: ``handler`` if the fast path found it."""
         try:
             if handler is None:
                 if isinstance(item, str | bytes):
@@ -442,7 +453,7 @@ class AISDKAdapter(SinkAdapter):
         self._step = []
         self._calls.end(ok, reason)
 
-    _HANDLERS: Final[dict[str, Callable[[AISDKAdapter, Any], None]]] = {
+    _HANDLERS: Final[dict[str, _Handler]] = {
         "tool-input-start": _on_start,
         "tool-input-delta": _on_delta,
         "tool-input-available": _on_available,

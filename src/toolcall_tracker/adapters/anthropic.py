@@ -70,7 +70,7 @@ One adapter per model turn (per stream).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any, Final, Literal
 
 from ..errors import CallFailure
@@ -141,77 +141,85 @@ class AnthropicAdapter(SinkAdapter):
         self._stop_reason: str | None = None
 
     def _translate(self, item: Any) -> None:
-        """Write the events one stream event implies (often none). Only what the sink
+        self._read((item,))
+
+    def _read(self, items: Iterable[Any]) -> None:
+        """Write the events each stream event implies (often none). Only what the sink
         raises propagates; an event that cannot be read is logged and ignored."""
         calls = self._calls
-        try:
-            # The fast path: the events of a call (more text, its block's start and stop),
-            # read from a dict or an SDK object with plain access. Anything else, or
-            # anything shaped otherwise, takes the general path below.
-            cls = type(item)
-            kind = None
-            if cls is dict:
-                try:  # subscripts, not get(): a missing key takes the general path below
-                    kind = item["type"]
-                    if kind == "content_block_delta":
-                        delta = item["delta"]
-                        text = (
-                            delta["partial_json"] if delta["type"] == "input_json_delta" else None
-                        )
-                        index = item["index"]
-                        if type(delta) is not dict:
-                            text = None  # (a dict's subclass: the general path decides)
-                    elif kind == "content_block_start":
-                        index, content = item["index"], item["content_block"]
-                    elif kind == "content_block_stop":
-                        index = item["index"]
-                except (KeyError, TypeError):
-                    kind = None
-            elif _IS_MAPPING.get(cls) is False:
-                try:  # an SDK event of this type has every field
-                    kind = item.type
-                    if kind == "content_block_delta":
-                        delta = item.delta
-                        text = delta.partial_json if delta.type == "input_json_delta" else None
-                        index = item.index
-                    elif kind == "content_block_start":
-                        index, content = item.index, item.content_block
-                    elif kind == "content_block_stop":
-                        index = item.index
-                except Exception:  # not shaped like an SDK event, or a read raised:
-                    kind = None  # the general path reads it through _get
-            if kind == "content_block_delta":
-                if not calls.more(index, text):
+        for item in items:
+            try:
+                # The fast path: the events of a call (more text, its block's start and stop),
+                # read from a dict or an SDK object with plain access. Anything else, or
+                # anything shaped otherwise, takes the general path below.
+                cls = type(item)
+                kind = None
+                if cls is dict:
+                    try:  # subscripts, not get(): a missing key takes the general path below
+                        kind = item["type"]
+                        if kind == "content_block_delta":
+                            delta = item["delta"]
+                            text = (
+                                delta["partial_json"]
+                                if delta["type"] == "input_json_delta"
+                                else None
+                            )
+                            index = item["index"]
+                            if type(delta) is not dict:
+                                text = None  # (a dict's subclass: the general path decides)
+                        elif kind == "content_block_start":
+                            index, content = item["index"], item["content_block"]
+                        elif kind == "content_block_stop":
+                            index = item["index"]
+                    except (KeyError, TypeError):
+                        kind = None
+                elif _IS_MAPPING.get(cls) is False:
+                    try:  # an SDK event of this type has every field
+                        kind = item.type
+                        if kind == "content_block_delta":
+                            delta = item.delta
+                            text = delta.partial_json if delta.type == "input_json_delta" else None
+                            index = item.index
+                        elif kind == "content_block_start":
+                            index, content = item.index, item.content_block
+                        elif kind == "content_block_stop":
+                            index = item.index
+                    except Exception:  # not shaped like an SDK event, or a read raised:
+                        kind = None  # the general path reads it through _get
+                if kind == "content_block_delta":
+                    if not calls.more(index, text):
+                        self._on_delta(item)
+                    continue
+                if kind == "content_block_start" or kind == "content_block_stop":
+                    if not calls.ended:  # (the calls' own events, read: as below)
+                        if kind == "content_block_start":
+                            self._on_block_start(index, content)
+                        else:
+                            calls.close(index, "content_block_stop")
+                    continue
+                kind = _get(item, "type")
+                if kind == "content_block_delta":
                     self._on_delta(item)
-                return
-            if kind == "content_block_start" or kind == "content_block_stop":
-                if not calls.ended:  # (the calls' own events, read: as below)
-                    if kind == "content_block_start":
-                        self._on_block_start(index, content)
-                    else:
-                        calls.close(index, "content_block_stop")
-                return
-            kind = _get(item, "type")
-            if kind == "content_block_delta":
-                self._on_delta(item)
-            elif calls.ended:
-                return
-            elif kind == "content_block_start":
-                self._on_block_start(_get(item, "index"), _get(item, "content_block"))
-            elif kind == "message_start":
-                self._on_message_start(item)
-            elif kind == "content_block_stop":
-                calls.close(_get(item, "index"), "content_block_stop")
-            elif kind == "message_delta":
-                reason = _get(_get(item, "delta"), "stop_reason")
-                if isinstance(reason, str):
-                    self._stop_reason = reason
-            elif kind == "message_stop":
-                self._finish()
-            elif kind == "error":
-                self._on_error(item)
-        except READ_ERRORS:  # a hostile typed object; nothing to attribute it to
-            logger.debug("anthropic: ignored an event that could not be read", exc_info=True)
+                elif calls.ended:
+                    continue
+                elif kind == "content_block_start":
+                    self._on_block_start(_get(item, "index"), _get(item, "content_block"))
+                elif kind == "message_start":
+                    self._on_message_start(item)
+                elif kind == "content_block_stop":
+                    calls.close(_get(item, "index"), "content_block_stop")
+                elif kind == "message_delta":
+                    reason = _get(_get(item, "delta"), "stop_reason")
+                    if isinstance(reason, str):
+                        self._stop_reason = reason
+                elif kind == "message_stop":
+                    self._finish()
+                elif kind == "error":
+                    self._on_error(item)
+            except READ_ERRORS:  # a hostile typed object; nothing to attribute it to
+                logger.debug("anthropic: ignored an event that could not be read", exc_info=True)
+
+    _translate_all = _read
 
     def _finish_stream(self) -> None:
         """The end of the stream: ``End`` unless ``message_stop`` already ended the turn.

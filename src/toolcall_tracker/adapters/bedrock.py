@@ -56,7 +56,7 @@ One adapter per model turn (per stream).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any, Final, Literal
 
 from ..errors import CallFailure
@@ -134,63 +134,69 @@ class BedrockConverseAdapter(SinkAdapter):
         self._server_calls: set[str] = set()
 
     def _translate(self, item: Any) -> None:
-        """Write the events one stream event implies (often none). Only what the sink
+        self._read((item,))
+
+    def _read(self, items: Iterable[Any]) -> None:
+        """Write the events each stream event implies (often none). Only what the sink
         raises propagates; an event that cannot be read is logged and ignored."""
         calls = self._calls
-        try:
-            if calls.ended:
-                return
-            if type(item) is dict:  # the fast path: more text, as boto3's plain dicts
-                body = item.get("contentBlockDelta")  # (get: most other events lack it)
-                if type(body) is dict:
-                    try:  # subscripts: a missing key takes the general path below
-                        fragment = body["delta"]
-                        tool_use = fragment["toolUse"] if type(fragment) is dict else None
-                        if type(tool_use) is dict:
-                            index, text = body["contentBlockIndex"], tool_use["input"]
-                    except KeyError:
-                        tool_use = None
-                    if type(tool_use) is dict and calls.more(index, text):
-                        return
-            delta = _get(item, "contentBlockDelta", "content_block_delta")
-            if delta is not None:
-                index = _get(delta, "contentBlockIndex", "content_block_index")
-                tool_use = _get(_get(delta, "delta"), "toolUse", "tool_use")
-                if not calls.more(index, _get(tool_use, "input")):
-                    self._on_delta(index, delta, tool_use)
-                return
-            start = _get(item, "contentBlockStart", "content_block_start")
-            if start is not None:
-                self._on_start(start)
-                return
-            stop = _get(item, "contentBlockStop", "content_block_stop")
-            if stop is not None:
-                index = _get(stop, "contentBlockIndex", "content_block_index")
-                result = self._results.pop(index, None)
-                if result is not None:
-                    self._on_result_stop(result)
-                else:
-                    calls.close(index, "contentBlockStop")
-                return
-            message_stop = _get(item, "messageStop", "message_stop")
-            if message_stop is not None:
-                reason = _get(message_stop, "stopReason", "stop_reason")
-                self._end(
-                    isinstance(reason, str) and reason in self._ok_reasons,
-                    reason if isinstance(reason, str) else "messageStop without stopReason",
-                )
-                return
-            if isinstance(item, dict):
-                for key, value in item.items():
-                    if isinstance(key, str) and key.endswith("Exception"):
-                        message = _get(value, "message")
-                        text = f"error: {key}" + (
-                            f": {message:.200}" if isinstance(message, str) else ""
-                        )
-                        self._end(False, text)
-                        return
-        except READ_ERRORS:  # a hostile object; nothing to attribute it to
-            logger.debug("bedrock: ignored an event that could not be read", exc_info=True)
+        for item in items:
+            try:
+                if calls.ended:
+                    continue
+                if type(item) is dict:  # the fast path: more text, as boto3's plain dicts
+                    body = item.get("contentBlockDelta")  # (get: most other events lack it)
+                    if type(body) is dict:
+                        try:  # subscripts: a missing key takes the general path below
+                            fragment = body["delta"]
+                            tool_use = fragment["toolUse"] if type(fragment) is dict else None
+                            if type(tool_use) is dict:
+                                index, text = body["contentBlockIndex"], tool_use["input"]
+                        except KeyError:
+                            tool_use = None
+                        if type(tool_use) is dict and calls.more(index, text):
+                            continue
+                delta = _get(item, "contentBlockDelta", "content_block_delta")
+                if delta is not None:
+                    index = _get(delta, "contentBlockIndex", "content_block_index")
+                    tool_use = _get(_get(delta, "delta"), "toolUse", "tool_use")
+                    if not calls.more(index, _get(tool_use, "input")):
+                        self._on_delta(index, delta, tool_use)
+                    continue
+                start = _get(item, "contentBlockStart", "content_block_start")
+                if start is not None:
+                    self._on_start(start)
+                    continue
+                stop = _get(item, "contentBlockStop", "content_block_stop")
+                if stop is not None:
+                    index = _get(stop, "contentBlockIndex", "content_block_index")
+                    result = self._results.pop(index, None)
+                    if result is not None:
+                        self._on_result_stop(result)
+                    else:
+                        calls.close(index, "contentBlockStop")
+                    continue
+                message_stop = _get(item, "messageStop", "message_stop")
+                if message_stop is not None:
+                    reason = _get(message_stop, "stopReason", "stop_reason")
+                    self._end(
+                        isinstance(reason, str) and reason in self._ok_reasons,
+                        reason if isinstance(reason, str) else "messageStop without stopReason",
+                    )
+                    continue
+                if isinstance(item, dict):
+                    for key, value in item.items():
+                        if isinstance(key, str) and key.endswith("Exception"):
+                            message = _get(value, "message")
+                            text = f"error: {key}" + (
+                                f": {message:.200}" if isinstance(message, str) else ""
+                            )
+                            self._end(False, text)
+                            break
+            except READ_ERRORS:  # a hostile object; nothing to attribute it to
+                logger.debug("bedrock: ignored an event that could not be read", exc_info=True)
+
+    _translate_all = _read
 
     def _finish_stream(self) -> None:
         """The end of the stream: ``End(ok=False)`` unless ``messageStop`` ended the turn."""

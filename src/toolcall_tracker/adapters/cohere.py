@@ -47,7 +47,7 @@ One adapter per model turn (per stream).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any, Final, Literal
 
 from ..errors import CallFailure
@@ -100,41 +100,47 @@ class CohereAdapter(SinkAdapter):
         self._table = self._calls = CallTable(RULES["cohere"], _FAILURE, self._sink)
 
     def _translate(self, item: Any) -> None:
-        """Write the events one stream event implies (often none). Only what the sink
+        self._read((item,))
+
+    def _read(self, items: Iterable[Any]) -> None:
+        """Write the events each stream event implies (often none). Only what the sink
         raises propagates; an event that cannot be read is logged and ignored."""
         calls = self._calls
-        try:
-            if calls.ended:
-                return
-            if type(item) is dict and item.get("type") == "tool-call-delta":
-                # The fast path: more text, as the plain dicts of the SSE data lines (read
-                # with subscripts; a missing key or another shape takes the general path).
-                try:
-                    text = item["delta"]["message"]["tool_calls"]["function"]["arguments"]
-                    fast = calls.more(item["index"], text)
-                except (KeyError, TypeError):
-                    fast = False
-                if fast:
-                    return
-            kind = _get(item, "type")
-            if kind == "tool-call-delta":
-                index = _get(item, "index")
-                text = _get(_get(_tool_call(item), "function"), "arguments")
-                if not calls.more(index, text):
-                    record = calls.records.get(index)
-                    if record is None:
-                        if type(index) is int:
-                            calls.early(index)
-                    else:
-                        calls.append(record, text, "tool-call-delta")
-            elif kind == "tool-call-start":
-                self._on_start(item)
-            elif kind == "tool-call-end":
-                calls.close(_get(item, "index"), "tool-call-end")
-            elif kind == "message-end":
-                self._on_message_end(_get(item, "delta"))
-        except READ_ERRORS:  # a hostile object; nothing to attribute it to
-            logger.debug("cohere: ignored an event that could not be read", exc_info=True)
+        for item in items:
+            try:
+                if calls.ended:
+                    continue
+                if type(item) is dict and item.get("type") == "tool-call-delta":
+                    # The fast path: more text, as the plain dicts of the SSE data lines (read
+                    # with subscripts; a missing key or another shape takes the general path).
+                    try:
+                        text = item["delta"]["message"]["tool_calls"]["function"]["arguments"]
+                        fast = calls.more(item["index"], text)
+                    except (KeyError, TypeError):
+                        fast = False
+                    if fast:
+                        continue
+                kind = _get(item, "type")
+                if kind == "tool-call-delta":
+                    index = _get(item, "index")
+                    text = _get(_get(_tool_call(item), "function"), "arguments")
+                    if not calls.more(index, text):
+                        record = calls.records.get(index)
+                        if record is None:
+                            if type(index) is int:
+                                calls.early(index)
+                        else:
+                            calls.append(record, text, "tool-call-delta")
+                elif kind == "tool-call-start":
+                    self._on_start(item)
+                elif kind == "tool-call-end":
+                    calls.close(_get(item, "index"), "tool-call-end")
+                elif kind == "message-end":
+                    self._on_message_end(_get(item, "delta"))
+            except READ_ERRORS:  # a hostile object; nothing to attribute it to
+                logger.debug("cohere: ignored an event that could not be read", exc_info=True)
+
+    _translate_all = _read
 
     def _finish_stream(self) -> None:
         """The end of the stream: ``End(ok=False)`` unless ``message-end`` ended the turn."""

@@ -22,6 +22,7 @@ lines, say). Items fed once the turn is over (after ``end()``) are ignored and r
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final
 
 from ..limits import Limits
@@ -155,55 +156,65 @@ class OpenAIChatAdapter(_Emitter):
         return self._eager
 
     def _translate(self, item: Any) -> None:
-        """Write the events one chunk implies (possibly none).
+        self._read((item,))
+
+    def _read(self, items: Iterable[Any]) -> None:
+        """Write the events each chunk implies (possibly none).
 
         Raises:
-            TypeError: ``item`` is not a provider item at all (see the module docs).
+            TypeError: an item is not a provider item at all (see the module docs).
         """
-        if self._calls.ended:
-            return
-        cls = type(item)
-        if cls is dict:
-            if self._fast_dict(item):
-                return
-        elif _MAPPING_TYPES.get(cls) is False or not _is_mapping(item):
-            # An SDK chunk. The commonest, read here with plain attribute access (a call
-            # less per fragment): one choice, no finish reason, one tool-call fragment that
-            # only carries more arguments for a streaming call found by index, which the
-            # table's fast path writes. Any other chunk, or one not shaped like an SDK
-            # object (a read raises AttributeError), takes the general route.
-            call = None
-            try:
-                choices = item.choices
-                if type(choices) is list and len(choices) == 1:
-                    choice = choices[0]
-                    tool_calls = choice.delta.tool_calls
-                    if (
-                        choice.finish_reason is None
-                        and type(tool_calls) is list
-                        and len(tool_calls) == 1
-                    ):
-                        fragment = tool_calls[0]
-                        position = fragment.index
-                        function = fragment.function
-                        if (
-                            type(position) is int
-                            and fragment.id is None
-                            and function is not None
-                            and function.name is None
-                        ):
-                            index = choice.index
-                            state = self._choices.get(index if type(index) is int else 0)
-                            call = None if state is None else state.by_index.get(position)
-                            if call is not None:
-                                arguments = function.arguments
-            except AttributeError:
+        for item in items:
+            if self._calls.ended:
+                continue
+            cls = type(item)
+            if cls is dict:
+                if self._fast_dict(item):
+                    continue
+            elif _MAPPING_TYPES.get(cls) is False or not _is_mapping(item):
+                # An SDK chunk. The commonest, read here with plain attribute access (a call
+                # less per fragment): one choice, no finish reason, one tool-call fragment that
+                # only carries more arguments for a streaming call found by index, which the
+                # table's fast path writes. Any other chunk, or one not shaped like an SDK
+                # object (a read raises AttributeError), takes the general route.
                 call = None
+                try:
+                    choices = item.choices
+                    if type(choices) is list and len(choices) == 1:
+                        choice = choices[0]
+                        tool_calls = choice.delta.tool_calls
+                        if (
+                            choice.finish_reason is None
+                            and type(tool_calls) is list
+                            and len(tool_calls) == 1
+                        ):
+                            fragment = tool_calls[0]
+                            position = fragment.index
+                            function = fragment.function
+                            if (
+                                type(position) is int
+                                and fragment.id is None
+                                and function is not None
+                                and function.name is None
+                            ):
+                                index = choice.index
+                                state = self._choices.get(index if type(index) is int else 0)
+                                call = None if state is None else state.by_index.get(position)
+                                if call is not None:
+                                    arguments = function.arguments
+                except AttributeError:
+                    call = None
+                else:
+                    if call is not None and self._calls.more_of(call, arguments):
+                        continue
             else:
-                if call is not None and self._calls.more_of(call, arguments):
-                    return
-        else:
-            item = dict(item)  # an OrderedDict, say: read as the dict it is
+                item = dict(item)  # an OrderedDict, say: read as the dict it is
+            self._chunk(item)
+
+    _translate_all = _read
+
+    def _chunk(self, item: Any) -> None:
+        """The general route: each choice of a chunk, its tool-call fragments one by one."""
         get: _Getter = _get if type(item) is dict else getattr
         choices = get(item, "choices", None)
         if type(choices) is not list:
@@ -245,7 +256,7 @@ class OpenAIChatAdapter(_Emitter):
                 self._finish(state, finish)
 
     def _fast_dict(self, item: dict[str, Any]) -> bool:
-        """:meth:`_translate`'s fast path for SDK chunks, for a plain dict chunk. Its levels
+        """:meth:`_read`'s fast path for SDK chunks, for a plain dict chunk. Its levels
         are read with ``get`` without a type check each: a level of another shape raises
         ``AttributeError`` or ``TypeError`` while it is read, and the chunk takes the
         general route."""

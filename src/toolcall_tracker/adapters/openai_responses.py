@@ -19,7 +19,7 @@ all); it fails its own call or is ignored and logged at DEBUG on the
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from ..limits import Limits
@@ -152,46 +152,52 @@ class OpenAIResponsesAdapter(_Emitter):
         self._retired: dict[str, None] = {}  # ids of released records, oldest first
 
     def _translate(self, item: Any) -> None:
-        """Write the events one stream event implies (possibly none).
+        self._read((item,))
+
+    def _read(self, items: Iterable[Any]) -> None:
+        """Write the events each item implies (possibly none).
 
         Raises:
-            TypeError: ``item`` is not a provider item at all (see the module docs).
+            TypeError: an item is not a provider item at all (see the module docs).
         """
         # The hot path: a fragment, read with plain access from a dict or an SDK object,
         # for a streaming call: the table's fast path (``CallTable.more_of``). Any
         # other fragment: _fragment; any other event: its handler (_event). Neither
         # writes once the turn ended; nor does the hot path: _end empties ``_by_item``.
-        cls = type(item)
-        if cls is dict:
-            try:  # plain subscripts (the fields are there), else the defaults of ``get``
-                kind = item["type"]
-            except KeyError:
-                kind = None
-            if kind != _ARGS_DELTA:
-                self._event(item, kind, _dict_get)
-                return
-            try:
-                item_id, fragment = item["item_id"], item["delta"]
-            except KeyError:
-                item_id, fragment = item.get("item_id"), item.get("delta")
-        elif _MAPPING_TYPES.get(cls) is False or not _is_mapping(item):  # an SDK object
-            try:  # plain attributes (an SDK event has every field), else None
-                kind = item.type
-            except AttributeError:
-                kind = None
-            if kind != _ARGS_DELTA:
-                self._event(item, kind, getattr)
-                return
-            try:
-                item_id, fragment = item.item_id, item.delta
-            except AttributeError:
-                item_id, fragment = getattr(item, "item_id", None), getattr(item, "delta", None)
-        else:  # a Mapping that is no dict (an OrderedDict, say): read as the dict it is
-            self._translate(dict(item))
-            return
-        call = self._by_item.get(item_id) if type(item_id) is str else None
-        if call is None or not self._calls.more_of(call, fragment):
-            self._fragment(call, item_id, fragment)
+        for item in items:
+            cls = type(item)
+            if cls is dict:
+                try:  # plain subscripts (the fields are there), else the defaults of ``get``
+                    kind = item["type"]
+                except KeyError:
+                    kind = None
+                if kind != _ARGS_DELTA:
+                    self._event(item, kind, _dict_get)
+                    continue
+                try:
+                    item_id, fragment = item["item_id"], item["delta"]
+                except KeyError:
+                    item_id, fragment = item.get("item_id"), item.get("delta")
+            elif _MAPPING_TYPES.get(cls) is False or not _is_mapping(item):  # an SDK object
+                try:  # plain attributes (an SDK event has every field), else None
+                    kind = item.type
+                except AttributeError:
+                    kind = None
+                if kind != _ARGS_DELTA:
+                    self._event(item, kind, getattr)
+                    continue
+                try:
+                    item_id, fragment = item.item_id, item.delta
+                except AttributeError:
+                    item_id, fragment = getattr(item, "item_id", None), getattr(item, "delta", None)
+            else:  # a Mapping that is no dict (an OrderedDict, say): read as the dict it is
+                self._read((dict(item),))
+                continue
+            call = self._by_item.get(item_id) if type(item_id) is str else None
+            if call is None or not self._calls.more_of(call, fragment):
+                self._fragment(call, item_id, fragment)
+
+    _translate_all = _read
 
     def _event(self, item: Any, kind: Any, get: _Getter) -> None:
         """Any event but a fragment: its handler (``_HANDLERS``). Only the item's own fields
