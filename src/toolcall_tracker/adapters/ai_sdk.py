@@ -85,6 +85,16 @@ from ._ai_sdk_encoder import (
     encode_ai_sdk,
     to_sse,
 )
+from ._ai_sdk_errors import (
+    AISDKApprovalPending,
+    AISDKInputMismatch,
+    AISDKMalformedPart,
+    AISDKStepReset,
+    AISDKToolError,
+    approval_pending,
+    malformed,
+    tool_error,
+)
 from ._ai_sdk_ids import AISDKStreamIds
 from ._ai_sdk_input import Held, forget, resize, settle
 from ._ai_sdk_listener import AISDKListener
@@ -111,50 +121,6 @@ __all__ = [
 
 _OK_FINISH_REASONS: Final = frozenset({"stop", "tool-calls"})
 _Handler = Callable[["AISDKAdapter", Any], None]
-
-
-class AISDKToolError(CallFailure):
-    """The stream reported the call failed: ``tool-input-error``, ``tool-output-error``
-    or ``tool-output-denied`` (``part_type``). ``message`` is the part's ``errorText``;
-    ``input`` the part's ``input``, if it had one.
-    """
-
-    kind: Literal["ai_sdk_tool_error"] = "ai_sdk_tool_error"
-    part_type: str
-    input: Any = None
-
-
-class AISDKInputMismatch(CallFailure):
-    """No longer produced: the input of ``tool-input-available`` counts over the streamed
-    text (issue 24). Kept so that code matching on it still imports (``input``: the
-    part's input)."""
-
-    kind: Literal["ai_sdk_input_mismatch"] = "ai_sdk_input_mismatch"
-    input: Any = None
-
-
-class AISDKApprovalPending(CallFailure):
-    """The stream asked for approval of this call (``tool-approval-request``) and ended
-    before a decision: the call never ran. ``approval_id`` is the request's ``approvalId``;
-    the decision goes back to the server, whose next response runs or denies the call.
-    """
-
-    kind: Literal["ai_sdk_approval_pending"] = "ai_sdk_approval_pending"
-    approval_id: str = ""
-
-
-class AISDKStepReset(CallFailure):
-    """The server retracted the call's step (``reset-step``) before the call was made
-    ready: the call never ran."""
-
-    kind: Literal["ai_sdk_step_reset"] = "ai_sdk_step_reset"
-
-
-class AISDKMalformedPart(CallFailure):
-    """A part for this call was malformed (a delta that is not a string, no tool name...)."""
-
-    kind: Literal["ai_sdk_malformed_part"] = "ai_sdk_malformed_part"
-    part_type: str
 
 
 class AISDKAdapter(SinkAdapter):
@@ -188,7 +154,7 @@ class AISDKAdapter(SinkAdapter):
         super().__init__(limits=limits)
         if ready not in ("step", "input"):
             raise ValueError(f'AISDKAdapter(ready=...) is "step" or "input", not {ready!r}')
-        self._table = self._calls = CallTable(RULES["ai_sdk"], _failure, self._sink)
+        self._table = self._calls = CallTable(RULES["ai_sdk"], malformed, self._sink)
         self._held: dict[str, Held] = {}
         self._streams: dict[str, Held] = {}  # the held calls whose input is not stated yet
         self._step: list[Record] = []
@@ -341,7 +307,7 @@ class AISDKAdapter(SinkAdapter):
         record = self._record(item, "tool-input-error")
         if record is not None and not record.finished:
             self._release(record)
-            self._calls.finish(record, _tool_error(item, "tool-input-error"))
+            self._calls.finish(record, tool_error(item, "tool-input-error"))
 
     def _on_output(self, item: Any) -> None:
         kind = _get(item, "type")
@@ -369,9 +335,9 @@ class AISDKAdapter(SinkAdapter):
                 self._ready(record)
             else:
                 self._release(record)  # denied (it never ran), or no input stated yet
-            calls.finish(record, _tool_error(item, kind))
+            calls.finish(record, tool_error(item, kind))
         else:
-            calls.error(call_id, _tool_error(item, kind))
+            calls.error(call_id, tool_error(item, kind))
 
     def _on_start_step(self, item: Any) -> None:
         self._step = []
@@ -402,7 +368,7 @@ class AISDKAdapter(SinkAdapter):
             if held.approval_id is None:
                 self._ready(record)
             else:
-                self._fail(record, "", _approval_pending(record, held.approval_id))
+                self._fail(record, "", approval_pending(record, held.approval_id))
         reason = _get(item, "finishReason")
         if isinstance(reason, str):
             self._end(reason in _OK_FINISH_REASONS, reason)
@@ -481,26 +447,3 @@ _BEFORE_END: Final = frozenset(AISDKAdapter._HANDLERS) - {
     "tool-output-error",
     "tool-output-denied",
 }
-
-
-def _approval_pending(record: Record, approval_id: str) -> AISDKApprovalPending:
-    return AISDKApprovalPending(
-        message=f"call {record.call_id!r} ({record.name}) awaits approval ({approval_id!r}) "
-        "when the turn ends; it never ran. The decision goes back to the server, whose next "
-        "response runs or denies it",
-        approval_id=approval_id,
-    )
-
-
-def _failure(record: Record, why: str, part_type: str) -> AISDKMalformedPart:
-    return AISDKMalformedPart(
-        message=f"call {record.call_id!r} ({record.name}): malformed {part_type}: {why}",
-        part_type=part_type,
-    )
-
-
-def _tool_error(item: Any, kind: str) -> AISDKToolError:
-    text = _get(item, "errorText")
-    if not isinstance(text, str) or not text:
-        text = "the tool call was denied" if kind == "tool-output-denied" else f"{kind}"
-    return AISDKToolError(message=text, part_type=kind, input=_get(item, "input"))
