@@ -33,14 +33,14 @@ _PACKAGE: Final = __name__.rpartition(".")[0]  # toolcall_tracker
 
 def item_field(item: Any, key: str) -> Any:
     """``item[key]`` of a mapping, else the attribute ``key`` of an SDK object, else ``None``."""
-    if isinstance(item, Mapping):
+    if type(item) is dict or isinstance(item, Mapping):  # (a dict: no ABC check)
         return item.get(key)
     return getattr(item, key, None)
 
 
 def has_field(item: Any, key: str) -> bool:
     """Whether a mapping has the key, or an SDK object the attribute (even ``None``)."""
-    if isinstance(item, Mapping):
+    if type(item) is dict or isinstance(item, Mapping):
         return key in item
     return not isinstance(item, str | bytes) and hasattr(item, key)
 
