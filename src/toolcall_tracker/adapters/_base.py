@@ -163,6 +163,7 @@ class SinkAdapter:
         raise NotImplementedError
 
     def _translate_all(self, items: Iterable[Any]) -> None:
+        """Write every item of ``items`` (``apply_stream``'s loop): ``_translate`` each."""
         for item in items:
             self._translate(item)
 
