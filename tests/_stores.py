@@ -18,14 +18,14 @@ class FlakyStore:
         self.log: list[tuple[str, str]] = []
 
     async def claim(self, key: str, *, expires_at: datetime) -> Claim:
-        call_id = key.split(":", 1)[1]
+        call_id = _call_id(key)
         self.log.append(("claim", call_id))
         if call_id in self.fail_claim:
             raise ConnectionError("store down")
         return await self.inner.claim(key, expires_at=expires_at)
 
     async def record(self, key: str, outcome: CallOutcome) -> None:
-        call_id = key.split(":", 1)[1]
+        call_id = _call_id(key)
         self.log.append(("record", call_id))
         if call_id in self.fail_record:
             raise ConnectionError("store down")
@@ -46,3 +46,8 @@ class OldStore:
             return False
         self.keys.add(key)
         return True
+
+
+def _call_id(key: str) -> str:
+    """The call id in a store key (``"<turn>:<call id>:<digest>"``, ids without ``:``)."""
+    return key.rsplit(":", 1)[0].split(":", 1)[1]

@@ -236,7 +236,7 @@ class _JournalGuard:
         self._journal.append(self._turn, "start", {"id": call.id})
         await self._journal.commit()
         fenced = self._fenced
-        if fenced is not None and not await fenced.confirm(self._store.key(call.id)):
+        if fenced is not None and not await fenced.confirm(self._store.key(call)):
             raise DurableError(
                 f"the claim of call {call.id!r} was taken over by another process before "
                 "its tool started: it did not start here"
@@ -248,7 +248,7 @@ class _JournalGuard:
         fenced = self._fenced
         if fenced is None or not await self._never_started(call.id):
             return False
-        claim = await fenced.take_over(self._store.key(call.id), expires_at=self._expires_at)
+        claim = await fenced.take_over(self._store.key(call), expires_at=self._expires_at)
         if not claim.won:
             return False
         if await self._never_started(call.id):  # read again: after the take-over

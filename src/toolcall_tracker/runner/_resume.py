@@ -36,7 +36,8 @@ from . import _outcomes as outcomes
 from ._approval import Resumed
 from ._guard import GuardOutcome
 from ._invoke import describe
-from ._pending import ApprovalDecision, PendingApprovals, _wire
+from ._keys import call_key
+from ._pending import ApprovalDecision, PendingApprovals
 from ._store import CallOutcome, LeasedOutcomeStore, OutcomeStore
 from ._turn import Turn
 
@@ -48,41 +49,49 @@ logger: Final = logging.getLogger("toolcall_tracker.runner")
 
 
 class StoreGuard:
-    """The runner's start guard over an :class:`OutcomeStore`, for one resumed turn.
+    """The runner's start guard over an :class:`OutcomeStore`, for one turn.
 
-    Keys are ``"<nonce>:<call id>"`` (the id in its wire form, so every key is valid
-    UTF-8), kept until ``expires_at``. With a :class:`LeasedOutcomeStore`, a call of a
-    tool named in ``idempotent`` whose holder stopped (lease expired, no outcome) is taken
-    over and run again; any other such call is in doubt and never re-run.
+    Keys are :func:`~._keys.call_key` of the turn, the call's id, tool and argument text
+    (one key per call of a turn, whichever path claims it: see :mod:`._keys`), kept until
+    ``expires_at``. With a :class:`LeasedOutcomeStore`, a call of a tool named in
+    ``idempotent`` whose holder stopped (lease expired, no outcome) is taken over and run
+    again; any other such call is in doubt and never re-run.
 
     Args:
         store: where calls are claimed and their outcomes recorded.
-        nonce: the turn's prefix of every key.
+        turn: the turn's id (a signed state's :attr:`PendingApprovals.turn_key`, a durable
+            turn's id).
         expires_at: how long the keys are kept (the expiry of whatever can name them).
         idempotent: the names of the tools that may run a call again.
     """
 
-    __slots__ = ("_expires_at", "_idempotent", "_nonce", "_store")
+    __slots__ = ("_expires_at", "_idempotent", "_store", "_taken_over", "turn")
 
     def __init__(
         self,
         store: OutcomeStore,
-        nonce: str,
+        turn: str,
         expires_at: datetime,
         idempotent: frozenset[str] = frozenset(),
     ) -> None:
         self._store = store
-        self._nonce = nonce
+        self.turn = turn
         self._expires_at = expires_at
         self._idempotent = idempotent
+        self._taken_over: set[str] = set()  # keys won by a take-over (a second attempt)
 
-    def key(self, call_id: str) -> str:
-        """The store key of call ``call_id`` of this turn."""
-        return f"{self._nonce}:{_wire(call_id)}"
+    def key(self, call: ToolCall) -> str:
+        """The store key of ``call`` of this turn."""
+        return call_key(self.turn, call.id, call.name, call.args_text)
+
+    def attempt(self, call: ToolCall) -> int:
+        """The attempt a won claim of ``call`` is (its tool's ``ToolContext.attempt``): 1,
+        or 2 for a take-over (an earlier run is in doubt: the store counts no further)."""
+        return 2 if self.key(call) in self._taken_over else 1
 
     async def claim(self, call: ToolCall) -> GuardOutcome | None:
         """``None`` if this resume won the call; else the outcome to finish it with."""
-        store, key = self._store, self.key(call.id)
+        store, key = self._store, self.key(call)
         claim = await store.claim(key, expires_at=self._expires_at)
         if (
             not claim.won
@@ -92,6 +101,8 @@ class StoreGuard:
             and claim.lease_expired()
         ):
             claim = await store.take_over(key, expires_at=self._expires_at)
+            if claim.won:
+                self._taken_over.add(key)
         if claim.won:
             return None
         if claim.outcome is None:
@@ -103,7 +114,7 @@ class StoreGuard:
 
     async def record(self, call: ToolCall, result: Any, failure: CallFailure | None) -> None:
         """Record how the claimed ``call`` ended."""
-        await self._store.record(self.key(call.id), CallOutcome.of(result, failure))
+        await self._store.record(self.key(call), CallOutcome.of(result, failure))
 
 
 async def resume(
