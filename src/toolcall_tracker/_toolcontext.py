@@ -5,7 +5,8 @@ A tool declares a parameter annotated ``ToolContext`` (or ``ToolContext[Deps]``)
 runner leaves it out of the tool's argument model and JSON Schema (the model never sees it)
 and passes a :class:`ToolContext` when it runs the call. Through it the tool reads its
 call's id and the application's dependencies (``runner.run(tracker, deps=...)``), publishes
-progress, and, from a sync tool's thread, polls whether its call was cancelled.
+progress, polls (from a sync tool's thread) whether its call was cancelled, and reads the
+call's idempotency key, to pass to the API it calls, and which attempt this is.
 
 A tool raises :class:`ToolRetry` to tell the model how to fix its call: the call fails with
 a :class:`~toolcall_tracker.failures.RetryRequested` error, which every feedback builder
@@ -19,6 +20,8 @@ from collections.abc import Callable
 from typing import Any, Generic
 
 from typing_extensions import TypeVar
+
+from ._keys import call_key, idempotency_key
 
 __all__ = ["DepsT", "ToolContext", "ToolRetry"]
 
@@ -36,7 +39,15 @@ class ToolContext(Generic[DepsT]):
     thread (a sync tool runs in a worker thread).
     """
 
-    __slots__ = ("_call_id", "_cancelled", "_deps", "_publish", "_tool")
+    __slots__ = (
+        "_attempt",
+        "_call_id",
+        "_cancelled",
+        "_deps",
+        "_idempotency_key",
+        "_publish",
+        "_tool",
+    )
 
     def __init__(
         self,
@@ -44,12 +55,17 @@ class ToolContext(Generic[DepsT]):
         tool: str,
         deps: DepsT,
         publish: Callable[[Any], None] | None = None,
+        *,
+        idempotency_key: str | None = None,
+        attempt: int = 1,
     ) -> None:
         self._call_id = call_id
         self._tool = tool
         self._deps = deps
         self._publish = publish
         self._cancelled = threading.Event()
+        self._idempotency_key = idempotency_key
+        self._attempt = attempt
 
     @property
     def call_id(self) -> str:
@@ -65,6 +81,30 @@ class ToolContext(Generic[DepsT]):
     def deps(self) -> DepsT:
         """The dependencies given to ``runner.run(..., deps=...)`` (``None`` if none were)."""
         return self._deps
+
+    @property
+    def idempotency_key(self) -> str:
+        """A stable key of this call of its turn (64 hex digits), safe to send to a third
+        party: the same on every path that may run the call (the live run, a resume of
+        its signed state, a restore of its durable turn, an engine's retry), and different
+        for every other call. Pass it as the ``Idempotency-Key`` of the payment or e-mail
+        API the tool calls: where that API honours it, a second run does no harm. It is
+        derived from the turn, the call id, the tool and the model's argument text (see
+        the "Durable turns" page); a context built by hand, outside a runner, derives it
+        from the call id and tool alone."""
+        key = self._idempotency_key
+        if key is None:
+            key = idempotency_key(call_key("", self._call_id, self._tool, ""))
+            self._idempotency_key = key
+        return key
+
+    @property
+    def attempt(self) -> int:
+        """Which run of this call this is: 1, the first. A call is run again only when an
+        earlier run of it is in doubt (its process stopped without recording an outcome)
+        and its tool is ``idempotent=True``: the run that takes it over is attempt 2 (a
+        durable turn counts the starts its journal recorded, so a third run is 3)."""
+        return self._attempt
 
     @property
     def cancelled(self) -> bool:

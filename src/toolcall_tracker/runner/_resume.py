@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from .._keys import call_key
 from ..calls import ToolCall
 from ..errors import ApprovalRefused, CallFailure
 from ..tracker import ToolCallTracker
@@ -36,7 +37,6 @@ from . import _outcomes as outcomes
 from ._approval import Resumed
 from ._guard import GuardOutcome
 from ._invoke import describe
-from ._keys import call_key
 from ._pending import ApprovalDecision, PendingApprovals
 from ._store import CallOutcome, LeasedOutcomeStore, OutcomeStore
 from ._turn import Turn
@@ -51,9 +51,9 @@ logger: Final = logging.getLogger("toolcall_tracker.runner")
 class StoreGuard:
     """The runner's start guard over an :class:`OutcomeStore`, for one turn.
 
-    Keys are :func:`~._keys.call_key` of the turn, the call's id, tool and argument text
-    (one key per call of a turn, whichever path claims it: see :mod:`._keys`), kept until
-    ``expires_at``. With a :class:`LeasedOutcomeStore`, a call of a tool named in
+    Keys are ``call_key`` of the turn, the call's id, tool and argument text (one key per
+    call of a turn, whichever path claims it: see :mod:`toolcall_tracker._keys`), kept
+    until ``expires_at``. With a :class:`LeasedOutcomeStore`, a call of a tool named in
     ``idempotent`` whose holder stopped (lease expired, no outcome) is taken over and run
     again; any other such call is in doubt and never re-run.
 

@@ -23,9 +23,9 @@ the argument text   the model's exact text (never edited arguments: a restore re
 
 The key is the SHA-256 of the canonical JSON of these four under a domain tag, so no
 choice of delimiters in an id, a name or a text can make two calls collide (each part is a
-JSON string; lone surrogates are escaped), after the turn and the call id in their wire
-form (``"<turn>:<call id>:<digest>"``) so an operator can tell whose key a row of the store
-is. Only the digest decides: the readable parts are a label.
+JSON string; lone surrogates are escaped), after the turn and the call id as ASCII (JSON's
+escapes), ``"<turn>:<call id>:<digest>"``, so an operator can tell whose key a row of the
+store is. Only the digest decides: the readable parts are a label.
 
 The idempotency key (:attr:`ToolContext.idempotency_key`) is a second hash, of the store
 key under another domain tag: stable across resumes, restores and retries like the store
@@ -40,8 +40,6 @@ import hashlib
 import json
 from typing import Final
 
-from ._pending import _wire
-
 __all__ = ["call_key", "idempotency_key"]
 
 _CALL: Final = "toolcall-tracker/call-key/1"
@@ -53,9 +51,14 @@ def _digest(value: list[str]) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
+def _label(value: str) -> str:
+    """``value`` as ASCII for a key's readable part (``\\uXXXX`` escapes beyond ASCII)."""
+    return json.dumps(value, ensure_ascii=True)[1:-1]
+
+
 def call_key(turn: str, call_id: str, tool: str, args_text: str) -> str:
     """The outcome store key of one call of turn ``turn`` (see the module docs)."""
-    return f"{_wire(turn)}:{_wire(call_id)}:{_digest([_CALL, turn, call_id, tool, args_text])}"
+    return f"{_label(turn)}:{_label(call_id)}:{_digest([_CALL, turn, call_id, tool, args_text])}"
 
 
 def idempotency_key(store_key: str) -> str:
