@@ -39,12 +39,13 @@ not forgery, and ``resume`` refuses them unless told ``allow_unsigned=True``. A 
 shorter than 16 bytes (an empty one: an unset environment variable) is refused.
 
 The wire form: the strings the core accepts include lone surrogates, which JSON text cannot
-carry as such. The call ids, tool names, argument texts and the turn id are written in JSON
-as they are when they can be, and otherwise (or when they start with the marker) as the
-marker ``=?b64?`` followed by the base64 of their UTF-8 (``surrogatepass``) bytes; reading
-takes either form. The signature covers the values, so it covers the encoded form too
-(decoding is one-to-one). ``model_dump_json()`` -> ``model_validate_json()`` round-trips
-every state.
+carry as such. The call ids, tool names, argument texts, the nonce, the turn id and the key
+id (the runner makes nonces and key ids plain ASCII; a hostile state may not) are written
+in JSON as they are when they can be, and otherwise (or when they start with the marker)
+as the marker ``=?b64?`` followed by the base64 of their UTF-8 (``surrogatepass``) bytes;
+reading takes either form. The signature covers the values, so it covers the encoded form
+too (decoding is one-to-one). ``model_dump_json()`` -> ``model_validate_json()``
+round-trips every state.
 
 The ``arguments`` of a pending call are for display only (a UI shows them): they are parsed
 from ``args_text`` on each access (a fresh copy), and written out under the library's one
@@ -225,9 +226,9 @@ class PendingApprovals(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    nonce: str
+    nonce: WireStr
     turn_id: WireStr | None = None
-    key_id: str | None = None
+    key_id: WireStr | None = None
     calls: tuple[PendingApproval, ...] = ()
     expires_at: AwareDatetime
     limits: Limits = DEFAULT_LIMITS
