@@ -717,3 +717,20 @@ async def test_injected_ids_in_one_turn_are_two_calls_end_to_end(anyio_backend: 
         call_id: f"sent {i} to to{i}" for i, call_id in enumerate(ids)
     }
     assert sorted(ledger.ran) == sorted((f"to{i}", i) for i in range(len(ids)))
+
+
+async def test_a_runner_without_a_secret_continues_its_own_digest_states(
+    anyio_backend: str,
+) -> None:
+    """Without a secret the digest is checked (it catches corruption, not forgery)."""
+    ledger = Ledger()
+    runner = ledger.runner(None)
+    items = turn(("a", pay("x", 1)))
+    with anyio.fail_after(DEADLINE):
+        _, first, _ = await deferred(runner, items, turn_id="turn-1")
+        _, again, _ = await deferred(runner, items, continues=first)
+        assert again == first
+        broken = first.model_copy(update={"turn_id": "turn-2"})
+        with pytest.raises(ApprovalRefused, match="no approval secret set"):
+            await deferred(runner, items, continues=broken)
+    assert ledger.ran == []
