@@ -732,5 +732,5 @@ async def test_a_runner_without_a_secret_continues_its_own_digest_states(
         assert again == first
         broken = first.model_copy(update={"turn_id": "turn-2"})
         with pytest.raises(ApprovalRefused, match="no approval secret set"):
-            await deferred(runner, items, continues=broken)
+            await runner.run(ToolCallTracker(), continues=broken)
     assert ledger.ran == []
