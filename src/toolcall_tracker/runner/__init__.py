@@ -70,12 +70,14 @@ from .._toolcontext import DepsT
 from ..calls import ToolCall
 from ..tools import Tool, ToolsInput, tools_by_name
 from ..tracker import ToolCallTracker
+from ._approval import stamp_for
 from ._control import RunControl, link_of
 from ._guard import GuardOutcome, StartGuard
 from ._loop import LoopState, LoopStep, StopReason, ToolLoop
 from ._pending import (
     DEFAULT_APPROVAL_TTL,
     ApprovalDecision,
+    ApprovalKeys,
     PendingApproval,
     PendingApprovals,
     _secret_key,
@@ -107,6 +109,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApprovalDecision",
+    "ApprovalKeys",
     "CallOutcome",
     "Claim",
     "GuardOutcome",
@@ -162,9 +165,11 @@ class ToolRunner(Generic[DepsT]):
             An in-process wait for approval counts: a call still undecided when it
             expires is denied with reason ``"timeout"`` (a deferred one stays pending).
         approval_secret: the key that signs pending approvals and binds decisions to
-            their calls (HMAC-SHA256), at least 16 bytes. Without it they carry plain
-            digests, which catch mistakes but not forgery, and :meth:`resume` refuses
-            them unless told ``allow_unsigned=True``.
+            their calls (HMAC-SHA256), at least 16 bytes; or an :class:`ApprovalKeys`
+            (a current key with its id, previous keys that still verify, retired key ids
+            refused), to rotate keys. Without it they carry plain digests, which catch
+            mistakes but not forgery, and :meth:`resume` refuses them unless told
+            ``allow_unsigned=True``.
         approval_ttl: how long a pending state stays resumable (default 24 hours).
         outcome_store: where :meth:`resume` claims each call before running it and
             records its outcome, so none runs twice (an :class:`OutcomeStore`; default:
@@ -196,7 +201,7 @@ class ToolRunner(Generic[DepsT]):
         max_concurrency: int | None = None,
         call_timeout: float | None = None,
         timeout: float | None = None,
-        approval_secret: bytes | str | None = None,
+        approval_secret: ApprovalKeys | bytes | str | None = None,
         approval_ttl: timedelta | float = DEFAULT_APPROVAL_TTL,
         outcome_store: OutcomeStore | None = None,
         finished_calls: Any = None,
@@ -249,6 +254,8 @@ class ToolRunner(Generic[DepsT]):
         listener: RunnerListener | None = None,
         start_guard: StartGuard | None = None,
         deps: DepsT | None = None,
+        turn_id: str | None = None,
+        continues: PendingApprovals | None = None,
         _guard: StartGuard | None = None,
     ) -> list[ToolCall]:
         """Run every call of ``tracker``'s turn; return when all finished and the turn ended.
@@ -278,6 +285,19 @@ class ToolRunner(Generic[DepsT]):
             deps: the application's dependencies for this run (a database session, the
                 current user...), given to every tool that declares a
                 :class:`~toolcall_tracker.tools.ToolContext` parameter, as ``ctx.deps``.
+            turn_id: the id of the turn (a durable turn passes its journal's turn id),
+                signed into the ``control.pending`` the run leaves
+                (:attr:`PendingApprovals.turn_id`; every key derived from the state, the
+                outcome store's, comes from it). ``None``: the turn's random nonce names it.
+            continues: a signed state a run of this same turn already handed out (a
+                durable restore passes the one its dead process journaled). It is checked
+                first (signature, key, expiry): nothing runs unless it verifies. The run
+                then takes its nonce, turn id and expiry: a call that asks for approval
+                here asks with the token the state gave it, and the ``control.pending``
+                the run leaves has the state's nonce, ``expires_at`` and ``turn_id`` (for
+                the same calls, under the same key, it is the same state, signature
+                included). So an approval of either state is one decision, for one key
+                per call.
 
         Returns:
             ``tracker.list()``: the snapshots of the calls the tracker retains, in start
@@ -285,10 +305,17 @@ class ToolRunner(Generic[DepsT]):
             outcome, subscribe a :class:`~toolcall_tracker.ChangeListener` to the tracker).
 
         Raises:
+            ApprovalRefused: ``continues`` does not verify (changed, signed with another,
+                a retired or an unknown key, expired); nothing ran.
+            ValueError: ``turn_id`` is empty, or ``continues`` is a state of another turn
+                (its :attr:`~PendingApprovals.turn_key` is not ``turn_id``).
+            TypeError: ``turn_id`` is not a ``str`` or ``continues`` not a
+                :class:`PendingApprovals`.
             Whatever cancelled it (after moving the unfinished calls to ``error``).
         """
         if deadline is not None and not deadline > 0:
             raise ValueError(f"deadline must be a positive number of seconds, not {deadline!r}")
+        stamp = stamp_for(self._policy.signer, turn_id, continues)
         if start_guard is not None and _guard is not None:
             raise TypeError("pass start_guard only (_guard is its old private name)")
         guard = start_guard if start_guard is not None else _guard
@@ -301,6 +328,7 @@ class ToolRunner(Generic[DepsT]):
             listener=listener,
             guard=guard,
             deps=deps,
+            stamp=stamp,
         )
         await turn.go()
         return tracker.list()
@@ -327,7 +355,9 @@ class ToolRunner(Generic[DepsT]):
         given (validated again). The runner's other limits apply as in :meth:`run`.
 
         Calls without a decision are left out and stay pending: ``control.pending`` holds
-        them (re-signed, same turn and expiry), and ``pending`` itself stays valid for them.
+        them (re-signed with the current key, same nonce, turn id and expiry), and
+        ``pending`` itself stays valid for them. Store keys derive from the state's
+        :attr:`~PendingApprovals.turn_key`.
 
         Args:
             pending: the state ``run`` left (``control.pending``), back from the client.
@@ -343,8 +373,9 @@ class ToolRunner(Generic[DepsT]):
             the first run's calls with :func:`merge_calls` to feed the turn back.
 
         Raises:
-            ApprovalRefused: ``pending`` or a decision does not verify, it expired, or it
-                is unsigned (without ``allow_unsigned``); nothing ran.
+            ApprovalRefused: ``pending`` or a decision does not verify, it expired, it was
+                signed with a retired or unknown key, or it is unsigned (without
+                ``allow_unsigned``); nothing ran.
         """
         link = link_of(control) if control is not None else None
         calls, left = await _resume(
@@ -381,7 +412,7 @@ async def run_tools(
     tracer_provider: TracerProvider | None = None,
     record_content: bool = False,
     control: RunControl | None = None,
-    approval_secret: bytes | str | None = None,
+    approval_secret: ApprovalKeys | bytes | str | None = None,
     outcome_store: OutcomeStore | None = None,
     finished_calls: Any = None,
     max_threads: int = DEFAULT_MAX_THREADS,

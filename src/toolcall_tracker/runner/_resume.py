@@ -19,7 +19,13 @@ Theory of operation. A resume gets back a signed :class:`PendingApprovals` and d
    the outcome after the tool really finished (``record``). A call that fails before its
    tool would start (invalid edited arguments, cut-off turn, cancelled) is never claimed,
    so it stays decidable.
-5. The undecided calls stay pending: re-signed with the same expiry, limits and end.
+5. The undecided calls stay pending: re-signed under the current key with the same nonce,
+   turn id (a previous-format state's turn key, its nonce), expiry, limits and end (their
+   tokens made again with the current key, so a state signed with a previous key comes
+   back signed with the current one).
+
+Every store key derives from the state's ``turn_key`` (its turn id; the nonce of a state of
+the previous format, which is the key that format claimed).
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from ..calls import ToolCall
 from ..errors import ApprovalRefused, CallFailure
 from ..tracker import ToolCallTracker
 from . import _outcomes as outcomes
-from ._approval import Resumed
+from ._approval import Resumed, Stamp
 from ._guard import GuardOutcome
 from ._invoke import describe
 from ._pending import ApprovalDecision, PendingApprovals
@@ -144,7 +150,7 @@ async def resume(
         tracker.write_delta(call.call_id, call.args_text)
         tracker.write_ready(call.call_id)
     idempotent = frozenset(name for name, spec in policy.tools.items() if spec.idempotent)
-    guard = StoreGuard(store, pending.nonce, pending.expires_at, idempotent)
+    guard = StoreGuard(store, pending.turn_key, pending.expires_at, idempotent)
     for call in chosen:
         decision = decided[call.call_id]
         if not decision.approved:
@@ -154,11 +160,18 @@ async def resume(
         tracker.write_end(False, "no_end")
     else:
         tracker.write_end(end.ok, end.reason)
-    resumed = Resumed(pending.nonce, decided, set())
+    stamp = Stamp.of(pending)
+    resumed = Resumed(stamp, decided, set())
     await Turn(policy, tracker, link, resumed, guard=guard, deps=deps).go()
-    rest = [call for call in pending.calls if call.call_id not in decided]
+    rest = [
+        signer.request(pending.nonce, call.call_id, call.tool, call.args_text)
+        for call in pending.calls
+        if call.call_id not in decided
+    ]
     left = (
-        signer.pending(pending.nonce, rest, pending.limits, pending.end, pending.expires_at)
+        signer.pending(
+            pending.nonce, rest, pending.limits, pending.end, pending.expires_at, stamp.turn_id
+        )
         if rest
         else None
     )

@@ -29,7 +29,7 @@ from ..events import End
 from ..tracker import ToolCallTracker
 from . import _outcomes as outcomes
 from ._admit import admit, bind_edited, decide_need
-from ._approval import ApprovalDesk, Resumed
+from ._approval import ApprovalDesk, Resumed, Stamp
 from ._calls import CallTable
 from ._guard import StartGuard
 from ._invoke import describe
@@ -65,6 +65,7 @@ class Turn(ChangeListener):
         listener: RunnerListener | None = None,
         guard: StartGuard | None = None,
         deps: Any = None,
+        stamp: Stamp | None = None,
     ) -> None:
         self.policy = policy  # read by the tool's task (``._start``) too
         self.deps = deps  # given to tools through their ToolContext
@@ -72,8 +73,9 @@ class Turn(ChangeListener):
         self.link = link
         self.guard = guard
         self._resumed = resumed
-        nonce = resumed.nonce if resumed is not None else None  # (None: made when needed)
-        self._desk = ApprovalDesk(policy.signer, nonce, link, tracker)
+        if stamp is None:  # a resume's is its state's; a new turn's nonce is made when needed
+            stamp = resumed.stamp if resumed is not None else Stamp()
+        self._desk = ApprovalDesk(policy.signer, stamp, link, tracker)
         self._table = CallTable(listener)
         self._held = self._table.by_id  # (read by every ``fire``)
         self._slots = policy.turn_slots()
