@@ -136,6 +136,12 @@ class ApprovalDesk:
             nonce = stamp.nonce = secrets.token_urlsafe(16)
         return nonce
 
+    def turn_key(self) -> str:
+        """The turn's id, or its nonce (made now if need be) for a turn given none: what
+        the signed state names as ``turn_key`` and every store key of the turn derives
+        from."""
+        return self._stamp.turn_id or self._turn_nonce()
+
     def withdraw(self, call_id: str) -> None:
         """``call_id`` no longer awaits a decision: forget its request everywhere."""
         if self._requests.pop(call_id, None) is not None and self._link is not None:

@@ -14,6 +14,11 @@ After the tool really finished (returned, raised, timed out with its thread ende
 tracker; the call is reported "in doubt" through the runner's listener hook and logged at
 WARNING (it ran, so it must never be run again).
 
+A guard may also offer ``key(call) -> str``, the store key it claims the call under, and
+``attempt(call) -> int``, which run of the call a won claim is (a take-over is a second):
+the runner gives the tool's :class:`~toolcall_tracker.tools.ToolContext` the idempotency key
+derived from that key, and that attempt (without them: the turn's own key, attempt 1).
+
 A resume helper implements this protocol over an outcome store; the runner knows nothing
 else of stores.
 """

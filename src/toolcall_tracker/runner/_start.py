@@ -247,7 +247,10 @@ def _with_context(
     name = spec.context_parameter
     if name is None:
         return None, item.kwargs
-    context: ToolContext[Any] = ToolContext(item.call.id, spec.name, turn.deps, publish)
+    key, attempt = turn.context_keys(item.call)
+    context: ToolContext[Any] = ToolContext(
+        item.call.id, spec.name, turn.deps, publish, idempotency_key=key, attempt=attempt
+    )
     return context, {**item.kwargs, name: context}
 
 

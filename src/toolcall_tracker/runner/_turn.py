@@ -22,6 +22,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from .._keys import call_key, idempotency_key
 from ..calls import Status, ToolCall
 from ..changes import ChangeListener
 from ..errors import CallFailure
@@ -203,6 +204,19 @@ class Turn(ChangeListener):
             self._desk.withdraw(item.call.id)
         if self._idle is not None and not self._unsettled():
             self._idle.set()
+
+    def context_keys(self, call: ToolCall) -> tuple[str, int]:
+        """The idempotency key of ``call`` and which attempt its run is, for its tool's
+        :class:`ToolContext`: the store key its guard claims (the turn's key otherwise)."""
+        guard = self.guard
+        key_of = getattr(guard, "key", None)
+        if callable(key_of):
+            key = key_of(call)
+        else:
+            key = call_key(self._desk.turn_key(), call.id, call.name, call.args_text)
+        attempt_of = getattr(guard, "attempt", None)
+        attempt = attempt_of(call) if callable(attempt_of) else 1
+        return idempotency_key(key), attempt
 
     def state(self, call_id: str) -> RunnerState | None:
         """The call's runner state (what :meth:`RunControl.state` returns)."""
