@@ -364,8 +364,9 @@ class DurableTurn:
     ) -> None:
         if self._recorder is not None:
             self.tracker.unsubscribe(self._recorder)
-        if exc is None:
-            await self.log.commit()
+        log = self._log
+        if exc is None and log is not None and not log.superseded:  # superseded: told before
+            await log.commit()
 
     def guard(self, runner: ToolRunner) -> _JournalGuard:
         """The start guard for ``runner`` on this turn (``runner.run(start_guard=...)``)."""

@@ -130,7 +130,7 @@ class QueuedLog:
     """One writer's hold on one turn at one epoch (a :class:`~._protocol.TurnLog`), over
     a :class:`LogQueue`."""
 
-    __slots__ = ("_calls", "_epoch", "_error", "_queue", "_turn")
+    __slots__ = ("_calls", "_epoch", "_error", "_queue", "_queued", "_turn")
 
     def __init__(self, queue: LogQueue, turn_id: str, epoch: int) -> None:
         self._queue = queue
@@ -138,6 +138,7 @@ class QueuedLog:
         self._epoch = epoch
         self._error: DurableError | None = None  # why this log failed (its turn only)
         self._calls: dict[str, int] = {}  # characters queued per call (under the queue's lock)
+        self._queued = 0  # what its entries count in the queue (under the queue's lock)
 
     @property
     def turn_id(self) -> str:
@@ -199,9 +200,9 @@ class QueuedLog:
         ) from error
 
     def refuse(self, error: DurableError) -> None:
-        """Fail this log (the first error is kept)."""
-        if self._error is None:
-            self._error = error
+        """Fail this log (the first error is kept): it writes nothing more, and what it
+        has queued no longer counts against the writer's bound."""
+        self._queue.drop(self, error)
 
 
 class _Batch:
@@ -309,7 +310,7 @@ class LogQueue:
         self._budget = budget
         self._queue: deque[Entry] = deque()
         self._size = 0
-        self._size_lock = threading.Lock()
+        self._size_lock = threading.RLock()  # the bounds' counts (a log dropped under it)
         self._lock = threading.Lock()  # one flush at a time: rows in queue order
         self._error: DurableError | None = None
         self._wake: threading.Event | None = None  # set: wake a writer thread per event
@@ -341,6 +342,7 @@ class LogQueue:
                     self._call_overflow(log, call, pending)
                 calls[call] = pending
             self._size = total
+            log._queued += size
             self._queue.append((log, _EVENT, item, size))
         wake = self._wake
         if wake is not None:
@@ -356,7 +358,18 @@ class LogQueue:
             if budget is not None and total > budget and self._queue:
                 self._overflow(log, total)
             self._size = total
+            log._queued += size
             self._queue.append((log, kind, text, size))
+
+    def drop(self, log: QueuedLog, error: DurableError) -> None:
+        """Fail ``log`` with ``error`` (unless it failed before): its entries still queued
+        are dropped at the next flush, and no longer count against the bounds now."""
+        with self._size_lock:
+            if log._error is None:
+                log._error = error
+                self._size -= log._queued
+                log._queued = 0
+                log._calls.clear()
 
     def _overflow(self, log: QueuedLog, total: int) -> NoReturn:
         log.refuse(
@@ -405,11 +418,14 @@ class LogQueue:
                         log.refuse(error)
 
     def _release(self, entries: list[Entry]) -> None:
-        """Take ``entries`` off the bounds."""
+        """Take ``entries`` off the bounds (those of a failed log are off already)."""
         with self._size_lock:
             total = 0
             for log, kind, data, size in entries:
+                if log._error is not None:
+                    continue
                 total += size
+                log._queued -= size
                 if kind is _EVENT and data[0] in _COUNTED:
                     calls = log._calls
                     call = data[1]
