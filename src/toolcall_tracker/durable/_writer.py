@@ -20,9 +20,10 @@ Fencing, per turn. ``write`` checks, inside its transaction, each turn's epoch a
 epoch of the rows given for it, writes the rows of the turns whose epoch is still theirs,
 and returns the others as refused (with the error for each: :class:`TurnSuperseded` for a
 turn taken over by a newer epoch, a :class:`DurableError` for a failure of that turn alone).
-A refused log is failed: it writes nothing more (its entries still queued are dropped) and
-every later call of it raises. The other turns of the batch are written. A failure of the
-backend itself (``write`` raises) fails the whole queue, every log with it: fail closed.
+A refused log is failed: it writes nothing more (its entries still queued are dropped, and
+no longer count against the bounds below) and every later call of it raises. The other
+turns of the batch are written. A failure of the backend itself (``write`` raises) fails
+the whole queue, every log with it: fail closed.
 
 Bounds. Two, both counted in characters of JSON text:
 
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -285,6 +287,8 @@ class LogQueue:
 
     __slots__ = (
         "_budget",
+        "_call_cap",
+        "_cap",
         "_error",
         "_limit",
         "_lock",
@@ -308,9 +312,11 @@ class LogQueue:
         self._where = where
         self._limit = limit
         self._budget = budget
+        self._call_cap = sys.maxsize if limit is None else limit
+        self._cap = sys.maxsize if budget is None else budget
         self._queue: deque[Entry] = deque()
         self._size = 0
-        self._size_lock = threading.RLock()  # the bounds' counts (a log dropped under it)
+        self._size_lock = threading.Lock()  # the bounds' counts (a log dropped under it)
         self._lock = threading.Lock()  # one flush at a time: rows in queue order
         self._error: DurableError | None = None
         self._wake: threading.Event | None = None  # set: wake a writer thread per event
@@ -331,14 +337,13 @@ class LogQueue:
             self.fail()
         with self._size_lock:
             total = self._size + size
-            budget = self._budget
-            if budget is not None and total > budget and self._queue:
+            if total > self._cap and self._queue:
                 self._overflow(log, total)
-            if call is not None and self._limit is not None:
+            if call is not None:
                 calls = log._calls
                 before = calls.get(call, 0)
                 pending = before + size - ENTRY_OVERHEAD
-                if pending > self._limit and before:
+                if pending > self._call_cap and before:
                     self._call_overflow(log, call, pending)
                 calls[call] = pending
             self._size = total
@@ -354,8 +359,7 @@ class LogQueue:
             self.fail()
         with self._size_lock:
             total = self._size + size
-            budget = self._budget
-            if budget is not None and total > budget and self._queue:
+            if total > self._cap and self._queue:
                 self._overflow(log, total)
             self._size = total
             log._queued += size
@@ -365,14 +369,19 @@ class LogQueue:
         """Fail ``log`` with ``error`` (unless it failed before): its entries still queued
         are dropped at the next flush, and no longer count against the bounds now."""
         with self._size_lock:
-            if log._error is None:
-                log._error = error
-                self._size -= log._queued
-                log._queued = 0
-                log._calls.clear()
+            self._drop(log, error)
+
+    def _drop(self, log: QueuedLog, error: DurableError) -> None:
+        """:meth:`drop`, the lock held."""
+        if log._error is None:
+            log._error = error
+            self._size -= log._queued
+            log._queued = 0
+            log._calls.clear()
 
     def _overflow(self, log: QueuedLog, total: int) -> NoReturn:
-        log.refuse(
+        self._drop(
+            log,
             DurableError(
                 f"the journal's writer fell behind: {total} characters waiting for "
                 f"{self._where}, more than its max_queued ({self._budget}); the journal "
@@ -383,7 +392,8 @@ class LogQueue:
         log.fail()
 
     def _call_overflow(self, log: QueuedLog, call: str, pending: int) -> NoReturn:
-        log.refuse(
+        self._drop(
+            log,
             DurableError(
                 f"the journal's writer fell behind on call {call!r}: {pending} characters "
                 f"of it waiting for {self._where}, more than Limits.max_args_chars "
