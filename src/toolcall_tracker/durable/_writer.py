@@ -387,7 +387,7 @@ class LogQueue:
                 f"{self._where}, more than its max_queued ({self._budget}); the journal "
                 "is too slow or unreachable for this load. Give the journal a larger "
                 "max_queued=, or a faster journal"
-            )
+            ),
         )
         log.fail()
 
@@ -399,7 +399,7 @@ class LogQueue:
                 f"of it waiting for {self._where}, more than Limits.max_args_chars "
                 f"({self._limit}); the journal is too slow or unreachable. Give the "
                 "journal larger limits=Limits(max_args_chars=...), or a faster journal"
-            )
+            ),
         )
         log.fail()
 
