@@ -84,17 +84,17 @@ class RedisBench:
         sent: dict[str, float] = {}
         journal = RedisJournal(self.url, prefix=self.prefix)
         raw = backend is None
+        logs: list[Any] = []
 
         def send(item: list[Any]) -> None:
             if raw:
                 self.client.xadd(key, {"item": json.dumps(item)})
             else:
-                journal.append_event(turn, item)
+                logs[0].append_event(item)
 
         async def write() -> str:
             async with journal:
-                journal.append(turn, "limits", {"limits": {}})
-                await journal.commit()
+                logs.append(await journal.create(turn, {"limits": {}}))
                 args = [sys.executable, __file__, str(count), self.url, key, "raw"]
                 if backend is not None:
                     args[4:] = [self.prefix, turn, backend]

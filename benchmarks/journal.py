@@ -159,8 +159,7 @@ def follower_latency(directory: Path, count: int) -> list[float]:
     seen: dict[str, float] = {}
     done = threading.Event()
     with SQLiteJournal(path, batch_ms=5.0) as journal:
-        journal.append("t", "limits", {"limits": {}})
-        anyio.run(journal.commit)
+        log = anyio.run(journal.create, "t", {"limits": {}})
 
         def follow() -> None:
             after = 0
@@ -179,7 +178,7 @@ def follower_latency(directory: Path, count: int) -> list[float]:
         for number in range(count):
             key = f"e{number}"
             sent[key] = time.perf_counter()
-            journal.append_event("t", ["r", key])  # one event each (deltas would be joined)
+            log.append_event(["r", key])  # one event each (deltas would be joined)
             time.sleep(0.02)
         done.set()
         reader.join()

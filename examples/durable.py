@@ -99,7 +99,7 @@ async def first_process(directory: Path, turn_id: str, redis: str | None, prefix
             tg.start_soon(tracker.consume, model_stream())
             tg.start_soon(turn.run, tools)
             await tracker.wait_done("c1")
-            await journal.commit()
+            await turn.log.commit()  # everything this turn journaled so far is durable
             print("lookup done; the model's stream stalls", flush=True)
             await anyio.sleep_forever()  # killed here
 

@@ -60,11 +60,11 @@ async def crashed_after_decisions(
     """The journal of a turn whose process died after journaling ``decisions`` (runner
     records) and before any claim."""
     tracker = ToolCallTracker()
-    async with DurableTurn(journal, turn_id, tracker, store=store):
+    async with DurableTurn(journal, turn_id, tracker, store=store) as turn:
         for item in [*calls_of(*ids), {"type": "end"}]:
             tracker.apply(item)
         for data in decisions:
-            journal.append(turn_id, "runner", data)
+            turn.log.append("runner", data)
 
 
 async def test_edited_arguments_are_journaled_and_a_restore_runs_with_them(

@@ -162,9 +162,11 @@ async def test_a_journal_that_cannot_commit_fails_the_turn_closed(
     items = [*call_events("t1", "transfer", {"to": "bob", "amount": 5}), {"type": "end"}]
     tracker = ToolCallTracker()
     caught: list[BaseException] = []
+    turns: list[DurableTurn] = []
 
     async def locked_turn(journal: SQLiteJournal, store: SQLiteOutcomeStore) -> None:
         async with DurableTurn(journal, "turn-1", tracker, store=store) as turn:
+            turns.append(turn)
             other = sqlite3.connect(db, isolation_level=None)
             other.execute("BEGIN EXCLUSIVE")  # the journal's file is locked mid-turn
             try:
@@ -185,7 +187,7 @@ async def test_a_journal_that_cannot_commit_fails_the_turn_closed(
         with pytest.raises(DurableError, match="fails closed"):  # leaving the turn says so
             await locked_turn(journal, store)
         with pytest.raises(DurableError, match="fails closed"):
-            journal.append_event("turn-1", ["r", "x"])
+            turns[0].log.append_event(["r", "x"])
     assert len(caught) == 1
     assert tools.ran == []
     # the run stopped with the journal's error (its later writes are refused) ...
@@ -240,12 +242,12 @@ async def write_crashed_turn(journal: Journal, durable: Durable, tool_name: str)
     events = [*call_events("c1", tool_name, {"q": "a"}), {"type": "end"}]
     tracker = ToolCallTracker()
     dead = durable.store(owner="dead", lease=0.2)
-    async with DurableTurn(journal, "turn-1", tracker, store=dead):
+    async with DurableTurn(journal, "turn-1", tracker, store=dead) as turn:
         async with anyio.create_task_group() as tg:
             tg.start_soon(tracker.consume, from_list(events))
         later = datetime.now(timezone.utc) + timedelta(days=1)
         assert (await dead.claim("turn-1:c1", expires_at=later)).won
-        journal.append("turn-1", "claim", {"id": "c1", "tool": tool_name})
+        turn.log.append("claim", {"id": "c1", "tool": tool_name})
     dead.close()
 
 
@@ -328,11 +330,11 @@ async def test_a_journaled_decision_is_applied_again_after_a_restore(
     with anyio.fail_after(DEADLINE), durable.journal() as journal, durable.store() as store:
         # process 1 journaled the stream and the decision, then died before the claim
         tracker = ToolCallTracker()
-        async with DurableTurn(journal, "turn-1", tracker, store=store):
+        async with DurableTurn(journal, "turn-1", tracker, store=store) as turn:
             for item in items:
                 tracker.apply(item)
             decision = {"id": "c1", "from": "awaiting_approval", "to": "x", "event": event}
-            journal.append("turn-1", "runner", decision)
+            turn.log.append("runner", decision)
         restored = await restore(journal, "turn-1")
         assert restored.decisions == {"c1": approved}
         # process 2: nobody approves here; the journaled decision is applied again
@@ -383,9 +385,9 @@ async def test_a_limits_record_without_keep_finished_restores_keeping_every_call
     tmp_path: Path, anyio_backend: str
 ) -> None:
     with anyio.fail_after(DEADLINE), SQLiteJournal(tmp_path / "j.db") as journal:
-        journal.append("old", "limits", {"limits": {"max_calls": 3}})  # an older journal
-        journal.append_event("old", ["s", "c1", "lookup"])
-        await journal.commit()
+        log = await journal.create("old", {"limits": {"max_calls": 3}})  # an older head
+        log.append_event(["s", "c1", "lookup"])
+        await log.commit()
         restored = await restore(journal, "old")
     assert restored.tracker.keep_finished is None
     assert restored.tracker.limits.max_calls == 3

@@ -34,6 +34,7 @@ from toolcall_tracker.durable import (
     RedisJournal,
     RedisOutcomeStore,
     SQLiteJournal,
+    TurnLog,
     restore,
 )
 from toolcall_tracker.failures import ClaimFailed
@@ -160,9 +161,9 @@ async def test_a_follow_that_outlasts_its_timeout_is_a_durable_error(
 ) -> None:
     with anyio.fail_after(DEADLINE):
         async with RedisJournal(redis_url, prefix=redis_prefix) as journal:
-            journal.append("open", "limits", {"limits": {}})
-            journal.append_event("open", ["s", "c1", "lookup"])  # never ends
-            await journal.commit()
+            log = await journal.create("open", {"limits": {}})
+            log.append_event(["s", "c1", "lookup"])  # never ends
+            await log.commit()
             got: list[JournalRecord] = []
 
             async def follow() -> None:
@@ -180,8 +181,7 @@ async def test_a_cancelled_follower_stops_and_leaves_the_journal_usable(
     got: list[JournalRecord] = []
     with anyio.fail_after(DEADLINE):
         async with RedisJournal(redis_url, prefix=redis_prefix) as journal:
-            journal.append("open", "limits", {"limits": {}})
-            await journal.commit()
+            log = await journal.create("open", {"limits": {}})
 
             first = anyio.Event()
 
@@ -195,8 +195,8 @@ async def test_a_cancelled_follower_stops_and_leaves_the_journal_usable(
                 await first.wait()
                 await anyio.wait_all_tasks_blocked()  # blocked in XREAD BLOCK now
                 tg.cancel_scope.cancel()
-            journal.append("open", "runner", {"n": 1})
-            await journal.commit()
+            log.append("runner", {"n": 1})
+            await log.commit()
             records = await journal.read("open")  # the same connections: no stray reply
     assert [r.kind for r in got] == ["limits"]
     assert [(r.seq, r.kind) for r in records] == [(1, "limits"), (2, "runner")]
@@ -217,13 +217,17 @@ async def test_any_turn_id_and_key_has_its_own_stream_and_outcome(
             RedisOutcomeStore(redis_url, prefix=redis_prefix) as store,
         ):
             for n, turn_id in enumerate(ids):
-                journal.append(turn_id, "runner", {"n": n, "id": turn_id})
+                log = await journal.create(turn_id, {"n": n})
+                log.append("runner", {"n": n, "id": turn_id})
                 assert (await store.claim(turn_id, expires_at=LATER)).won
                 await store.record(turn_id, CallOutcome.of(turn_id, None))
             await journal.commit()
             for n, turn_id in enumerate(ids):
                 records = await journal.read(turn_id)
-                assert [(r.seq, r.data) for r in records] == [(1, {"n": n, "id": turn_id})]
+                assert [(r.seq, r.epoch, r.data) for r in records] == [
+                    (1, 1, {"n": n, "format": 2}),
+                    (2, 1, {"n": n, "id": turn_id}),
+                ]
                 outcome = await store.get(turn_id)
                 assert outcome is not None
                 assert outcome.result == turn_id.replace("\ud800", "\ufffd").replace(
@@ -288,17 +292,20 @@ async def test_streams_and_outcomes_expire(
                 RedisJournal(redis_url, prefix=redis_prefix, ttl=3600) as journal,
                 RedisOutcomeStore(redis_url, prefix=redis_prefix, ttl=600) as store,
             ):
-                journal.append("t", "limits", {"limits": {}})
-                await journal.commit()
+                log = await journal.create("t", {"limits": {}})
+                log.append("runner", {})
+                await log.commit()
                 two_hours = datetime.now(timezone.utc) + timedelta(hours=2)
                 assert (await store.claim("claimed", expires_at=two_hours)).won
                 await store.record("unclaimed", CallOutcome.of(1, None))
         stream_ttl = client.pttl(journal.key("t"))
+        epoch_ttl = client.pttl(journal.epoch_key("t"))
         claimed_ttl = client.pttl(f"{redis_prefix}outcome:claimed")
         unclaimed_ttl = client.pttl(f"{redis_prefix}outcome:unclaimed")
     finally:
         client.close()
     assert 3_590_000 < stream_ttl <= 3_600_000
+    assert 3_590_000 < epoch_ttl <= 3_600_000  # the turn's epoch lives as long
     assert 7_190_000 < claimed_ttl <= 7_200_000  # the claim's own expires_at
     assert 590_000 < unclaimed_ttl <= 600_000  # the store's ttl
 
@@ -320,10 +327,10 @@ async def test_maxlen_trims_a_stream_and_a_trimmed_turn_cannot_be_restored(
 ) -> None:
     with anyio.fail_after(DEADLINE):
         async with RedisJournal(redis_url, prefix=redis_prefix, maxlen=10) as journal:
-            journal.append("t", "limits", {"limits": {}})
+            log = await journal.create("t", {"limits": {}})
             for n in range(300):
-                journal.append("t", "runner", {"n": n})
-            await journal.commit()
+                log.append("runner", {"n": n})
+            await log.commit()
             records = await journal.read("t")
             with pytest.raises(DurableError, match="no turn 't'"):
                 await restore(journal, "t")
@@ -340,18 +347,16 @@ async def test_an_unreachable_server_fails_the_turn_closed(anyio_backend: str) -
     tracker = ToolCallTracker()
     with anyio.fail_after(DEADLINE):
         async with RedisJournal(url) as journal, RedisOutcomeStore(url) as store:
-            journal.append("t", "limits", {"limits": {}})
-            with pytest.raises(DurableError, match="writing the journal failed") as info:
-                await journal.commit()
+            with pytest.raises(DurableError, match="creating a turn in the journal fail") as info:
+                await journal.create("t", {"limits": {}})
             assert "127.0.0.1" in str(info.value)
             assert "hunter2" not in str(info.value)  # the password is never shown
             assert isinstance(info.value.__cause__, redis.ConnectionError)
-            with pytest.raises(DurableError, match="fails closed") as later:
-                journal.append_event("t", ["s", "c1", "x"])
-            assert later.value.__cause__ is info.value  # the first failure, chained
-            with pytest.raises(DurableError, match="reading the journal failed"):
+            with pytest.raises(DurableError, match="creating a turn in the journal failed"):
                 async with DurableTurn(journal, "t", tracker, store=store):
                     pass  # pragma: no cover
+            with pytest.raises(DurableError, match="taking a turn over in the journal fail"):
+                await journal.take_over("t")
             with pytest.raises(DurableError, match="claiming a call failed on the Redis"):
                 await store.claim("k", expires_at=LATER)
             with pytest.raises(DurableError, match="reading the journal failed"):
@@ -392,15 +397,15 @@ def test_without_redis_py_the_error_names_the_extra(monkeypatch: pytest.MonkeyPa
 # -- a writer that falls behind --------------------------------------------------------------
 
 
-def overflow(journal: SQLiteJournal | RedisJournal) -> int:
-    """Append 10-character deltas until the journal refuses one (naming the limit and the
-    fix); how many it took."""
+def overflow(log: TurnLog) -> int:
+    """Append 10-character deltas of one call until the log refuses one (naming the
+    call's limit and the fix); how many it took."""
     taken = [0]
 
     def fill() -> None:
         for n in range(10_000):
             taken[0] = n
-            journal.append_event("t", ["d", "c1", "0123456789"])
+            log.append_event(["d", "c1", "0123456789"])
 
     with pytest.raises(
         DurableError, match=r"max_args_chars \(1000\).*limits=Limits\(max_args_chars=\.\.\.\)"
@@ -415,41 +420,43 @@ async def test_a_stalled_sqlite_writer_fails_the_journal_at_its_limit(
     db = tmp_path / "j.db"
     with anyio.fail_after(DEADLINE):
         journal = SQLiteJournal(db, busy_timeout=DEADLINE, limits=Limits(max_args_chars=1000))
-        journal.append("t", "limits", {"limits": {}})
-        await journal.commit()
+        log = await journal.create("t", {"limits": {}})
+        healthy = await journal.create("u", {"limits": {}})
         other = sqlite3.connect(db, isolation_level=None)
         other.execute("BEGIN EXCLUSIVE")  # the writer's next write waits for this lock
         try:
-            taken = overflow(journal)
+            taken = overflow(log)
             with pytest.raises(DurableError, match="fails closed"):
-                journal.append("t", "runner", {})
+                log.append("runner", {})
+            healthy.append_event(["d", "c2", "0123456789"])  # another turn: unaffected
+            healthy.append("runner", {})
         finally:
             other.execute("ROLLBACK")
             other.close()
         await journal.aclose()
-    # each delta counts 28 characters: 35 fit in 1000; the stalled writer holds at most one
-    # batch it took before it stalled (at most as many again)
-    assert 35 <= taken <= 70
+    # each delta counts 12 characters against its call: 83 fit in 1000; the stalled writer
+    # holds at most one batch it took before it stalled (at most as many again)
+    assert 83 <= taken <= 167
     rows = SQLiteJournal.read_file(db, "t")
     assert len(rows) <= 2  # the limits, and the one batch the writer held
+    assert [r.kind for r in SQLiteJournal.read_file(db, "u")] == ["limits", "events", "runner"]
 
 
 async def test_a_stalled_redis_writer_fails_the_journal_at_its_limit(anyio_backend: str) -> None:
     need_redis_server()
     with RedisServer() as server, anyio.fail_after(DEADLINE):
         journal = RedisJournal(server.url, limits=Limits(max_args_chars=1000))
-        journal.append("t", "limits", {"limits": {}})
-        await journal.commit()
+        log = await journal.create("t", {"limits": {}})
         admin = redis.Redis.from_url(server.url)
         admin.execute_command("CLIENT", "PAUSE", int(DEADLINE * 1000), "WRITE")
         try:
-            taken = overflow(journal)
+            taken = overflow(log)
             with pytest.raises(DurableError, match="fails closed"):
-                await journal.commit()
+                await log.commit()
         finally:
             admin.execute_command("CLIENT", "UNPAUSE")
             admin.close()
         await journal.aclose()
         rows = RedisJournal.read_url(server.url, "t")
-    assert 35 <= taken <= 70
+    assert 83 <= taken <= 167
     assert len(rows) <= 2

@@ -26,6 +26,7 @@ from toolcall_tracker.durable import (
     DurableTurn,
     Journal,
     JournalRecord,
+    TurnLog,
     restore,
     resume_turn,
 )
@@ -59,15 +60,15 @@ async def died_after_claiming(
     store and the journal, as the guard does), before or after journaling its start."""
     tracker = ToolCallTracker()
     dead = durable.store(owner="dead")
-    async with DurableTurn(journal, "turn-1", tracker, store=dead):
+    async with DurableTurn(journal, "turn-1", tracker, store=dead) as turn:
         async with anyio.create_task_group() as tg:
             events = [*call_events("c1", "lookup", {"q": "a"}), {"type": "end"}]
             tg.start_soon(tracker.consume, from_list(events))
-        journal.append("turn-1", "claim", claim)
-        await journal.commit()
+        turn.log.append("claim", claim)
+        await turn.log.commit()
         assert (await dead.claim("turn-1:c1", expires_at=LATER)).won
         if started:
-            journal.append("turn-1", "start", {"id": "c1"})
+            turn.log.append("start", {"id": "c1"})
     dead.close()  # its lease is no longer renewed
 
 
@@ -100,32 +101,52 @@ async def test_a_call_the_journal_proves_unstarted_runs_on_restore_and_only_then
     assert tools.ran == (["a"] if fenced and not started else [])
 
 
-class TakenOverAtStart(Journal):
+class TakenOverAtStart:
     """A journal that lets another process take ``c1`` over right after the first
     process committed its ``start`` (and before it confirms its claim)."""
 
     def __init__(self, inner: Journal, other: LeasedOutcomeStore) -> None:
         self._inner = inner
         self._other = other
-        self._start_pending = False
         self.taken: list[bool] = []
 
-    def append_event(self, turn_id: str, item: list[Any]) -> None:
-        self._inner.append_event(turn_id, item)
+    async def create(self, turn_id: str, head: dict[str, Any]) -> TurnLog:
+        return _TakenOverLog(await self._inner.create(turn_id, head), self)
 
-    def append(self, turn_id: str, kind: str, data: Any) -> None:
+    async def take_over(self, turn_id: str) -> TurnLog:
+        return await self._inner.take_over(turn_id)  # pragma: no cover (not restored)
+
+    async def read(self, turn_id: str, after: int = 0) -> list[JournalRecord]:
+        return await self._inner.read(turn_id, after)
+
+
+class _TakenOverLog:
+    """The log of :class:`TakenOverAtStart`: the take-over after the ``start`` commit."""
+
+    def __init__(self, inner: TurnLog, journal: TakenOverAtStart) -> None:
+        self._inner = inner
+        self._journal = journal
+        self._start_pending = False
+        self.turn_id = inner.turn_id
+        self.epoch = inner.epoch
+
+    @property
+    def superseded(self) -> bool:
+        return self._inner.superseded
+
+    def append_event(self, item: list[Any]) -> None:
+        self._inner.append_event(item)
+
+    def append(self, kind: str, data: Any) -> None:
         self._start_pending = self._start_pending or kind == "start"
-        self._inner.append(turn_id, kind, data)
+        self._inner.append(kind, data)
 
     async def commit(self) -> None:
         await self._inner.commit()
         if self._start_pending:
             self._start_pending = False
-            claim = await self._other.take_over("turn-1:c1", expires_at=LATER)
-            self.taken.append(claim.won)
-
-    async def read(self, turn_id: str, after: int = 0) -> list[JournalRecord]:
-        return await self._inner.read(turn_id, after)
+            claim = await self._journal._other.take_over("turn-1:c1", expires_at=LATER)
+            self._journal.taken.append(claim.won)
 
 
 async def test_a_claimer_whose_claim_was_taken_over_before_its_start_does_not_start(

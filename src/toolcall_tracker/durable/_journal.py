@@ -1,13 +1,16 @@
-"""The journal protocol, and a turn recorded in it (:class:`DurableTurn`).
+"""A turn recorded in a journal (:class:`DurableTurn`); the journal's record kinds.
 
-Theory of operation. A turn's journal is its input, in order, keyed by a turn id:
+Theory of operation. A turn's journal is its input, in order, keyed by a turn id (the
+protocol, the fencing rule and the format version: :mod:`._protocol`):
 
 ==============  ==========================================================================
 record kind     data (JSON)
 ==============  ==========================================================================
-``limits``      the first record: ``{"limits": {...}, "keep_finished": n}``, the turn's
-                :class:`~toolcall_tracker.Limits` and its tracker's ``keep_finished``
-                (``null``: every call kept; absent in journals written before 0.2.0)
+``limits``      the first record: ``{"limits": {...}, "keep_finished": n, "format":
+                2}``, the turn's :class:`~toolcall_tracker.Limits` and its tracker's
+                ``keep_finished`` (``null``: every call kept; absent in journals
+                written before 0.2.0), and the journal format (absent: format 1),
+                written by :meth:`Journal.create`
 ``events``      stream events, as read from the machine's change feed: ``["s", id,
                 name]`` start, ``["d", id, text]`` delta, ``["r", id]`` ready, ``["R",
                 id, result]`` result, ``["E", id, error]`` error, ``["e", ok, reason]`` end
@@ -24,18 +27,24 @@ record kind     data (JSON)
 ``run_end``     ``{"awaiting": [ids], "nonce"}``: the runner returned; ``awaiting``: the
                 calls left awaiting a decision in another request (``nonce``: their
                 signed state's, or ``null``). A follower stops at it (``_follow.py``)
+``fence``       ``{"epoch": n}``: a restore took the turn over (:meth:`Journal.take_over`);
+                every record after it is of epoch ``n`` or later
 ==============  ==========================================================================
 
 Results and errors are written under the library's one output rule (NaN as ``null``, lone
 surrogates in strings as U+FFFD); ids, names and argument text are kept exactly (lone
 surrogates as ``\\uXXXX`` escapes). Failures come back as their class, by their ``kind``.
 
-Durability. Stream events are appended from inside the machine's ``apply`` (the feed is
-synchronous), so the stream never waits for the disk: a journal commits them from its
-writer thread, either each at once or batched every N ms (its durability level). Claims
-and outcomes are different: :class:`DurableTurn`'s start guard appends the claim and
-*awaits the commit* of everything appended so far before the tool starts, and awaits the
-outcome's commit after the tool ended.
+Durability. A :class:`DurableTurn` takes its turn (``Journal.create``: a new turn id,
+atomically, or ``Journal.take_over`` for a restored one, fencing off the writer before)
+and appends through the :class:`TurnLog` it got. Stream events are appended from inside
+the machine's ``apply`` (the feed is synchronous), so the stream never waits for the disk:
+a journal commits them from its writer thread, either each at once or batched every N ms
+(its durability level). Claims and outcomes are different: :class:`DurableTurn`'s start
+guard appends the claim and *awaits the commit* of everything appended so far before the
+tool starts, and awaits the outcome's commit after the tool ended. A log whose turn was
+taken over (a restore elsewhere) raises :class:`TurnSuperseded` from its next append or
+commit: the claim never commits, no tool starts, and :meth:`DurableTurn.run` raises it.
 
 Claimed but never started. With a store that can ``confirm`` a claim (SQLite's), the
 guard, once the store gave it the call, commits a ``start`` record and then confirms the
@@ -45,7 +54,7 @@ only if the journal has no ``start`` for it, and reads the journal again after t
 over: a tool that started had its ``start`` committed before its claimer's confirmation,
 which came before the take-over (or the confirmation fails and the tool does not start),
 so a ``start`` missing after the take-over proves the tool never ran and never will there.
-Then the call runs. Any other call in doubt stays in doubt. A journal that failed once raises
+Then the call runs. Any other call in doubt stays in doubt. A log that failed once raises
 :class:`DurableError` from every later ``append``: the machine re-raises it from the
 ``apply`` that caused it, and no claim commits, so no tool starts.
 """
@@ -55,7 +64,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime, timedelta, timezone
 from types import TracebackType
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 from .._jsonout import _jsonable
 from ..calls import Status, ToolCall
@@ -76,6 +85,7 @@ from ..runner import (
     ToolRunner,
 )
 from ..tracker import ToolCallTracker
+from ._protocol import Journal, JournalRecord, TurnLog, TurnSuperseded
 from ._sqlite import DurableError
 
 __all__ = ["DurableTurn", "Journal", "JournalRecord"]
@@ -83,72 +93,35 @@ __all__ = ["DurableTurn", "Journal", "JournalRecord"]
 DEFAULT_KEY_TTL = timedelta(days=30)
 
 
-class JournalRecord(NamedTuple):
-    """One record of a turn's journal: its position, kind and JSON data."""
-
-    seq: int
-    kind: str
-    data: Any
-
-
-@runtime_checkable
-class Journal(Protocol):
-    """Where turns are recorded, in order, by turn id (SQLite here; Redis or Postgres can
-    implement the same four calls).
-
-    ``append_event`` and ``append`` only queue (they are called from the machine's feed,
-    on the event loop, and must not block); ``commit`` returns once everything queued
-    before it is durable. After a failed write, every call raises :class:`DurableError`.
-    """
-
-    def append_event(self, turn_id: str, item: list[Any]) -> None:
-        """Queue one stream event (committed per the journal's durability level)."""
-        ...
-
-    def append(self, turn_id: str, kind: str, data: Any) -> None:
-        """Queue one record of ``kind`` (committed by the next :meth:`commit`)."""
-        ...
-
-    async def commit(self) -> None:
-        """Return once every record queued before this call is durable."""
-        ...
-
-    async def read(self, turn_id: str, after: int = 0) -> list[JournalRecord]:
-        """The committed records of ``turn_id`` after position ``after``, in order
-        (stream events come as ``events`` records holding a list of events)."""
-        ...
-
-
 class _Recorder(ChangeListener):
     """The change-feed listener that appends a turn's stream events to its journal."""
 
-    __slots__ = ("_append", "_machine", "_turn")
+    __slots__ = ("_append", "_machine")
 
-    def __init__(self, journal: Journal, turn_id: str, tracker: ToolCallTracker) -> None:
-        self._append = journal.append_event
-        self._turn = turn_id
+    def __init__(self, log: TurnLog, tracker: ToolCallTracker) -> None:
+        self._append = log.append_event
         self._machine = tracker.machine
 
     def call_changed(self, call_id: str, before: Status | None, after: Status) -> None:
         if before is None:
             call = self._machine.get(call_id)
-            self._append(self._turn, ["s", call_id, call.name if call else ""])
+            self._append(["s", call_id, call.name if call else ""])
         elif after is Status.RUNNING:
-            self._append(self._turn, ["r", call_id])
+            self._append(["r", call_id])
         else:
             call = self._machine.get(call_id)
             if call is None:  # pragma: no cover (the feed reports before forgetting)
                 return
             if after is Status.DONE:
-                self._append(self._turn, ["R", call_id, _jsonable(call.result)])
+                self._append(["R", call_id, _jsonable(call.result)])
             else:
-                self._append(self._turn, ["E", call_id, _jsonable(call.error)])
+                self._append(["E", call_id, _jsonable(call.error)])
 
     def args_appended(self, call_id: str, text: str) -> None:
-        self._append(self._turn, ["d", call_id, text])
+        self._append(["d", call_id, text])
 
     def turn_ended(self, end: End) -> None:
-        self._append(self._turn, ["e", end.ok, end.reason])
+        self._append(["e", end.ok, end.reason])
 
 
 class _RunnerRecorder(RunnerListener):
@@ -156,17 +129,15 @@ class _RunnerRecorder(RunnerListener):
     (committed with the next claim, so an approval is durable before its tool starts),
     then tells the application's own listener, if any."""
 
-    __slots__ = ("_control", "_journal", "_next", "_turn")
+    __slots__ = ("_control", "_log", "_next")
 
     def __init__(
         self,
-        journal: Journal,
-        turn_id: str,
+        log: TurnLog,
         then: RunnerListener | None,
         control: RunControl | None = None,
     ) -> None:
-        self._journal = journal
-        self._turn = turn_id
+        self._log = log
         self._next = then
         self._control = control  # where the edited arguments of an approval are
 
@@ -178,7 +149,7 @@ class _RunnerRecorder(RunnerListener):
             edited = self._control.edited.get(call_id)
             if edited is not None:  # the tool runs with these: a restore must too
                 data["arguments"] = _jsonable(edited)
-        self._journal.append(self._turn, "runner", data)
+        self._log.append("runner", data)
         if self._next is not None:
             self._next.transition(call_id, before, after, event)
 
@@ -197,18 +168,19 @@ class _JournalGuard:
     committed), journal the start and confirm the claim, before the tool starts; record
     the outcome in both after it ended."""
 
-    __slots__ = ("_expires_at", "_fenced", "_journal", "_store", "_turn")
+    __slots__ = ("_expires_at", "_fenced", "_journal", "_log", "_store", "_turn")
 
     def __init__(
         self,
         journal: Journal,
-        turn_id: str,
+        log: TurnLog,
         store: StoreGuard,
         raw: OutcomeStore,
         expires_at: datetime,
     ) -> None:
-        self._journal = journal
-        self._turn = turn_id
+        self._journal = journal  # read, to prove a call never started
+        self._log = log
+        self._turn = log.turn_id
         self._store = store
         self._fenced = raw if isinstance(raw, _Fenced) else None
         self._expires_at = expires_at
@@ -218,10 +190,8 @@ class _JournalGuard:
         # every claim in the store has its record: a restore knows which calls may have
         # run. A journal that cannot commit raises here: the tool does not start.
         fenced = self._fenced is not None
-        self._journal.append(
-            self._turn, "claim", {"id": call.id, "tool": call.name, "fenced": fenced}
-        )
-        await self._journal.commit()
+        self._log.append("claim", {"id": call.id, "tool": call.name, "fenced": fenced})
+        await self._log.commit()
         outcome = await self._store.claim(call)  # a GuardOutcome: finished elsewhere
         if outcome is not None:
             if not isinstance(outcome.failure, OutcomeInDoubt):
@@ -233,8 +203,8 @@ class _JournalGuard:
 
     async def _start(self, call: ToolCall) -> None:
         """Journal the start (committed), then confirm the claim: only then the tool runs."""
-        self._journal.append(self._turn, "start", {"id": call.id})
-        await self._journal.commit()
+        self._log.append("start", {"id": call.id})
+        await self._log.commit()
         fenced = self._fenced
         if fenced is not None and not await fenced.confirm(self._store.key(call)):
             raise DurableError(
@@ -273,17 +243,19 @@ class _JournalGuard:
             await self._store.record(call, result, failure)
         finally:
             data = CallOutcome.of(result, failure).model_dump(mode="json")
-            self._journal.append(self._turn, "outcome", {"id": call.id, **data})
-            await self._journal.commit()
+            self._log.append("outcome", {"id": call.id, **data})
+            await self._log.commit()
 
 
 class DurableTurn:
     """One turn recorded in a journal as it happens; its tools claimed in a store.
 
-    Use it as an async context manager around the turn: entering writes the turn's
-    ``Limits`` (a new turn) and subscribes to the tracker's change feed; :meth:`run` runs
-    the runner with the start guard that claims each call before its tool starts; leaving
-    commits what is left and unsubscribes::
+    Use it as an async context manager around the turn: entering takes the turn in the
+    journal (a new one: :meth:`Journal.create`, atomically, writing its ``Limits``; a
+    restored one: :meth:`Journal.take_over`, fencing off its writer before) and subscribes
+    to the tracker's change feed; :meth:`run` runs the runner with the start guard that
+    claims each call before its tool starts; leaving commits what is left and
+    unsubscribes::
 
         async with DurableTurn(journal, "turn-1", tracker, store=store) as turn:
             async with anyio.create_task_group() as tg:
@@ -291,7 +263,8 @@ class DurableTurn:
                 calls = await turn.run(runner, control=control)
 
     Args:
-        journal: where the turn is recorded.
+        journal: where the turn is recorded (a format-2 :class:`Journal`: with ``create``
+            and ``take_over``).
         turn_id: the turn's key in the journal (new: refused if already recorded).
         tracker: the turn's tracker (new and empty).
         store: where each call is claimed (keys ``"<turn id>:<call id>"``).
@@ -299,7 +272,14 @@ class DurableTurn:
             the runner's ``approval_ttl``). A journal with a ``ttl`` (seconds it keeps a
             turn: :class:`RedisJournal`) shorter than it is refused.
         restored: internal (``True`` for a turn rebuilt by
-            :func:`~toolcall_tracker.durable.restore`: its ``Limits`` are recorded).
+            :func:`~toolcall_tracker.durable.restore`: the turn is taken over, not
+            created).
+
+    Raises:
+        TypeError: ``journal`` has no ``create`` / ``take_over`` (a journal written for
+            an older version of the protocol).
+        ValueError: an empty ``turn_id``, or a journal keeping turns less than
+            ``key_ttl``.
     """
 
     def __init__(
@@ -314,6 +294,17 @@ class DurableTurn:
     ) -> None:
         if not turn_id:
             raise ValueError("turn_id must be a non-empty string")
+        missing = [
+            name for name in ("create", "take_over") if not callable(getattr(journal, name, None))
+        ]
+        if missing:
+            raise TypeError(
+                f"{type(journal).__name__} is a journal of an older protocol: it has no "
+                f"{' and no '.join(missing)}; a journal must implement "
+                "create(turn_id, head) and take_over(turn_id), returning a TurnLog "
+                "(see toolcall_tracker.durable.Journal), or use SQLiteJournal, "
+                "RedisJournal or InMemoryJournal"
+            )
         kept = getattr(journal, "ttl", None)  # a journal that forgets turns (Redis's)
         if isinstance(kept, (int, float)) and kept < key_ttl.total_seconds():
             raise ValueError(
@@ -328,22 +319,40 @@ class DurableTurn:
         self.store = store
         self._expires_at = datetime.now(timezone.utc) + key_ttl
         self._restored = restored
-        self._recorder = _Recorder(journal, turn_id, tracker)
+        self._log: TurnLog | None = None
+        self._recorder: _Recorder | None = None
+
+    @property
+    def log(self) -> TurnLog:
+        """This turn's hold on the journal (set on entering).
+
+        Raises:
+            RuntimeError: the turn was not entered (``async with``).
+        """
+        log = self._log
+        if log is None:
+            raise RuntimeError("the DurableTurn was not entered: use it as `async with`")
+        return log
+
+    @property
+    def epoch(self) -> int:
+        """The epoch this turn's writer holds (1: it created the turn; more: restored)."""
+        return self.log.epoch
 
     async def __aenter__(self) -> DurableTurn:
-        if not self._restored:
-            if await self.journal.read(self.turn_id):
-                raise DurableError(
-                    f"turn {self.turn_id!r} is already in the journal: use a new turn id, "
-                    "or restore() it to finish it"
-                )
+        if self._log is not None:
+            raise RuntimeError("a DurableTurn can be entered once")
+        if self._restored:
+            log = await self.journal.take_over(self.turn_id)
+        else:
             tracker = self.tracker
             head = {
                 "limits": dataclasses.asdict(tracker.limits),
                 "keep_finished": tracker.keep_finished,
             }
-            self.journal.append(self.turn_id, "limits", head)
-            await self.journal.commit()
+            log = await self.journal.create(self.turn_id, head)
+        self._log = log
+        self._recorder = _Recorder(log, self.tracker)
         self.tracker.subscribe(self._recorder, fragments=True)
         return self
 
@@ -353,15 +362,17 @@ class DurableTurn:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.tracker.unsubscribe(self._recorder)
-        if exc is None:
-            await self.journal.commit()
+        if self._recorder is not None:
+            self.tracker.unsubscribe(self._recorder)
+        log = self._log
+        if exc is None and log is not None and not log.superseded:  # superseded: told before
+            await log.commit()
 
     def guard(self, runner: ToolRunner) -> _JournalGuard:
         """The start guard for ``runner`` on this turn (``runner.run(start_guard=...)``)."""
         idempotent = frozenset(name for name, spec in runner.tools.items() if spec.idempotent)
         store = StoreGuard(self.store, self.turn_id, self._expires_at, idempotent)
-        return _JournalGuard(self.journal, self.turn_id, store, self.store, self._expires_at)
+        return _JournalGuard(self.journal, self.log, store, self.store, self._expires_at)
 
     async def run(
         self,
@@ -376,17 +387,44 @@ class DurableTurn:
         When the runner returns, a ``run_end`` record is committed: the calls awaiting a
         decision in another request (``RunControl(defer_approvals=True)``: still running
         in the tracker) and their signed state's nonce, if any. A follower stops there
-        (see ``toolcall-tracker replay --follow``)."""
-        calls = await runner.run(
-            self.tracker,
-            control=control,
-            listener=_RunnerRecorder(self.journal, self.turn_id, listener, control),
-            start_guard=self.guard(runner),
-        )
+        (see ``toolcall-tracker replay --follow``).
+
+        Raises:
+            TurnSuperseded: the turn was taken over by a newer epoch (a restore
+                elsewhere) while it ran: this writer stopped, no tool started after the
+                take-over was seen, and what the runner did since is not journaled (the
+                restore's writer owns the turn).
+        """
+        log = self.log
+        try:
+            calls = await runner.run(
+                self.tracker,
+                control=control,
+                listener=_RunnerRecorder(log, listener, control),
+                start_guard=self.guard(runner),
+            )
+        except Exception as exc:
+            if log.superseded:
+                _raise_superseded(log, exc)
+            raise
+        if log.superseded:
+            _raise_superseded(log, None)
         pending = None if control is None else control.pending
         data: dict[str, Any] = {"awaiting": [], "nonce": None}
         if pending is not None:
             data = {"awaiting": [call.call_id for call in pending.calls], "nonce": pending.nonce}
-        self.journal.append(self.turn_id, "run_end", data)
-        await self.journal.commit()
+        log.append("run_end", data)
+        await log.commit()
         return calls
+
+
+def _raise_superseded(log: TurnLog, cause: BaseException | None) -> NoReturn:
+    """Raise the :class:`TurnSuperseded` of a superseded ``log``."""
+    try:
+        log.append("run_end", {"awaiting": [], "nonce": None})  # raises: superseded
+    except TurnSuperseded as exc:
+        raise exc from cause
+    raise TurnSuperseded(  # pragma: no cover (a log that says superseded raises it)
+        f"turn {log.turn_id!r} was taken over elsewhere: this writer (epoch {log.epoch}) "
+        "stops, and no tool starts here"
+    ) from cause
