@@ -49,5 +49,7 @@ class OldStore:
 
 
 def _call_id(key: str) -> str:
-    """The call id in a store key (``"<turn>:<call id>:<digest>"``, ids without ``:``)."""
-    return key.rsplit(":", 1)[0].split(":", 1)[1]
+    """The call id in a store key: ``"<turn>:<call id>:<digest>"``, or ``"<nonce>:<call
+    id>"`` for a turn named by its nonce (ids without ``:``)."""
+    parts = key.split(":")
+    return parts[1]

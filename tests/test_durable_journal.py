@@ -9,6 +9,7 @@ real Redis server too (``RedisJournal`` and ``RedisOutcomeStore``).
 from __future__ import annotations
 
 import functools
+import json
 import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -31,6 +32,7 @@ from toolcall_tracker import (
     ToolRunner,
     tool,
 )
+from toolcall_tracker._keys import call_key
 from toolcall_tracker.durable import (
     DurableError,
     DurableTurn,
@@ -237,6 +239,11 @@ async def test_a_cut_turn_is_finished_elsewhere_without_its_gated_tools(
     same(again.tracker.list(), list(calls.values()))
 
 
+def key_of(call_id: str, tool_name: str) -> str:
+    """The store key of ``call_id`` of ``turn-1`` called with ``{"q": "a"}``."""
+    return call_key("turn-1", call_id, tool_name, json.dumps({"q": "a"}))
+
+
 async def write_crashed_turn(journal: Journal, durable: Durable, tool_name: str) -> None:
     """The journal of a turn whose process died after claiming ``c1`` (lease 0.2 s)."""
     events = [*call_events("c1", tool_name, {"q": "a"}), {"type": "end"}]
@@ -246,7 +253,7 @@ async def write_crashed_turn(journal: Journal, durable: Durable, tool_name: str)
         async with anyio.create_task_group() as tg:
             tg.start_soon(tracker.consume, from_list(events))
         later = datetime.now(timezone.utc) + timedelta(days=1)
-        assert (await dead.claim("turn-1:c1", expires_at=later)).won
+        assert (await dead.claim(key_of("c1", tool_name), expires_at=later)).won
         turn.log.append("claim", {"id": "c1", "tool": tool_name})
     dead.close()
 

@@ -11,6 +11,7 @@ sleeping.
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -22,6 +23,7 @@ from _backends import Durable
 from _runner_helpers import call_events, from_list
 from conftest import DEADLINE
 from toolcall_tracker import OutcomeInDoubt, Status, ToolCallTracker, ToolRunner, tool
+from toolcall_tracker._keys import call_key
 from toolcall_tracker.durable import (
     DurableTurn,
     Journal,
@@ -36,6 +38,7 @@ from toolcall_tracker.runner import LeasedOutcomeStore
 pytestmark = pytest.mark.anyio
 
 LATER = datetime.now(timezone.utc) + timedelta(days=1)
+C1_KEY = call_key("turn-1", "c1", "lookup", json.dumps({"q": "a"}))  # its store key
 
 
 def an_hour_ahead() -> float:
@@ -66,7 +69,7 @@ async def died_after_claiming(
             tg.start_soon(tracker.consume, from_list(events))
         turn.log.append("claim", claim)
         await turn.log.commit()
-        assert (await dead.claim("turn-1:c1", expires_at=LATER)).won
+        assert (await dead.claim(C1_KEY, expires_at=LATER)).won
         if started:
             turn.log.append("start", {"id": "c1"})
     dead.close()  # its lease is no longer renewed
@@ -84,7 +87,7 @@ async def test_a_call_the_journal_proves_unstarted_runs_on_restore_and_only_then
         with durable.store(owner="later", clock=an_hour_ahead) as store:
             calls = await resume_turn(journal, "turn-1", tools.runner, store=store)
             again = await resume_turn(journal, "turn-1", tools.runner, store=store)
-            stored = await store.get("turn-1:c1")
+            stored = await store.get(C1_KEY)
         records = await journal.read("turn-1")
     if fenced and not started:
         assert tools.ran == ["a"]  # nothing had run: it runs now, once
@@ -145,7 +148,7 @@ class _TakenOverLog:
         await self._inner.commit()
         if self._start_pending:
             self._start_pending = False
-            claim = await self._journal._other.take_over("turn-1:c1", expires_at=LATER)
+            claim = await self._journal._other.take_over(C1_KEY, expires_at=LATER)
             self._journal.taken.append(claim.won)
 
 

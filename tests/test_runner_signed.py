@@ -31,6 +31,7 @@ from toolcall_tracker import (
     ToolRunner,
     tool,
 )
+from toolcall_tracker._keys import call_key
 from toolcall_tracker.runner import (
     ApprovalKeys,
     InMemoryOutcomeStore,
@@ -144,10 +145,12 @@ async def test_every_new_state_names_its_turn(anyio_backend: str) -> None:
         calls = by_id(await runner.resume(back, [back.approve("a")]))
         assert calls["a"].result == "sent 1 to x"
         # the store key derives from the turn id, not from the nonce
-        recorded = await store.get("turn:7:a")
+        recorded = await store.get(call_key("turn:7", "a", "transfer", named.calls[0].args_text))
         assert recorded is not None
         assert recorded.result == "sent 1 to x"
         assert await store.get(f"{named.nonce}:a") is None
+        nonce_key = call_key(named.nonce, "a", "transfer", named.calls[0].args_text)
+        assert await store.get(nonce_key) is None
     assert ledger.ran == [("x", 1)]
 
 

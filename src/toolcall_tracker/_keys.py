@@ -27,6 +27,13 @@ JSON string; lone surrogates are escaped), after the turn and the call id as ASC
 escapes), ``"<turn>:<call id>:<digest>"``, so an operator can tell whose key a row of the
 store is. Only the digest decides: the readable parts are a label.
 
+A turn named by its nonce (a run given no turn id, whose signed state names the nonce as
+its turn; and every state of the previous format, which has no turn id) claims the key
+the previous version claimed, ``"<nonce>:<call id>"`` (the id in the signed state's wire
+form): a nonce is random and made once per turn, so no other turn can share it, and a
+process of either version resuming such a state during a rolling deploy, or its
+remainder re-signed by this version, claims one key.
+
 The idempotency key (:attr:`ToolContext.idempotency_key`) is a second hash, of the store
 key under another domain tag: stable across resumes, restores and retries like the store
 key, and safe to send to a third party (it reveals neither the turn id, nor the arguments,

@@ -43,7 +43,7 @@ from . import _outcomes as outcomes
 from ._approval import Resumed, Stamp
 from ._guard import GuardOutcome
 from ._invoke import describe
-from ._pending import ApprovalDecision, PendingApprovals
+from ._pending import ApprovalDecision, PendingApprovals, _wire
 from ._store import CallOutcome, LeasedOutcomeStore, OutcomeStore
 from ._turn import Turn
 
@@ -69,9 +69,10 @@ class StoreGuard:
             turn's id).
         expires_at: how long the keys are kept (the expiry of whatever can name them).
         idempotent: the names of the tools that may run a call again.
+        legacy: the turn is named by its nonce (a state without a turn id of its own).
     """
 
-    __slots__ = ("_expires_at", "_idempotent", "_store", "_taken_over", "turn")
+    __slots__ = ("_expires_at", "_idempotent", "_legacy", "_store", "_taken_over", "turn")
 
     def __init__(
         self,
@@ -79,15 +80,22 @@ class StoreGuard:
         turn: str,
         expires_at: datetime,
         idempotent: frozenset[str] = frozenset(),
+        *,
+        legacy: bool = False,
     ) -> None:
         self._store = store
         self.turn = turn
         self._expires_at = expires_at
         self._idempotent = idempotent
+        self._legacy = legacy
         self._taken_over: set[str] = set()  # keys won by a take-over (a second attempt)
 
     def key(self, call: ToolCall) -> str:
-        """The store key of ``call`` of this turn."""
+        """The store key of ``call`` of this turn (``legacy``: a turn named by its nonce
+        claims the key the previous version claimed, ``"<nonce>:<call id>"``: see
+        :mod:`toolcall_tracker._keys`)."""
+        if self._legacy:
+            return f"{self.turn}:{_wire(call.id)}"
         return call_key(self.turn, call.id, call.name, call.args_text)
 
     def attempt(self, call: ToolCall) -> int:
@@ -150,7 +158,13 @@ async def resume(
         tracker.write_delta(call.call_id, call.args_text)
         tracker.write_ready(call.call_id)
     idempotent = frozenset(name for name, spec in policy.tools.items() if spec.idempotent)
-    guard = StoreGuard(store, pending.turn_key, pending.expires_at, idempotent)
+    guard = StoreGuard(
+        store,
+        pending.turn_key,
+        pending.expires_at,
+        idempotent,
+        legacy=pending.turn_key == pending.nonce,
+    )
     for call in chosen:
         decision = decided[call.call_id]
         if not decision.approved:
