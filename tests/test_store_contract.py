@@ -347,3 +347,25 @@ async def test_a_version_1_store_still_guards_a_resume(anyio_backend: str) -> No
     assert ran == ["bob"]
     assert first[0].status is again[0].status is Status.DONE
     assert again[0].result == "sent to bob"
+
+
+async def test_the_in_memory_store_keeps_a_fence_as_long_as_its_keys(anyio_backend: str) -> None:
+    start = datetime(2026, 12, 7, tzinfo=timezone.utc)
+    now = [start]
+    store = InMemoryOutcomeStore(clock=lambda: now[0])
+    with anyio.fail_after(DEADLINE):
+        keys_until = start + timedelta(days=3)
+        assert (await store.claim("t:a", expires_at=keys_until, fence=Fence("t", 2))).won
+        await store.fence("u", 1)  # no key: kept a day
+        await store.fence("t", 2)  # not shortened to a day
+        now[0] = start + timedelta(hours=23)
+        assert await store.epoch("u") == 1
+        now[0] = start + timedelta(hours=25)
+        assert await store.epoch("u") is None
+        assert await store.epoch("t") == 2
+        now[0] = keys_until - timedelta(seconds=1)
+        assert await store.claim("t:b", expires_at=keys_until, fence=Fence("t", 1)) == FENCED
+        now[0] = keys_until
+        assert await store.epoch("t") is None  # gone with its keys
+        assert len(store) == 0
+        assert store._fences == {}  # nothing left behind

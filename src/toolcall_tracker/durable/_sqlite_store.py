@@ -185,10 +185,10 @@ class SQLiteOutcomeStore(Closing):
                 return False
             cur = conn.execute(
                 "UPDATE toolcall_outcomes SET lease_until = ? "
-                "WHERE key = ? AND owner = ? AND outcome IS NULL",
-                (now + self._lease, key, self.owner),
+                "WHERE key = ? AND owner = ? AND outcome IS NULL AND expires_at > ?",
+                (now + self._lease, key, self.owner, now),
             )
-            return cur.rowcount == 1
+            return cur.rowcount == 1  # (an expired key is gone, as on Redis)
 
         return await self._db.call("confirming a claim", lambda c: transaction(c, body))
 
