@@ -1,11 +1,12 @@
-"""Outcome stores for the resume tests (not a test module): one that fails on demand, and
-one written for the old ``FinishedCalls`` protocol."""
+"""Outcome stores for the resume tests (not a test module): one that fails on demand (it
+speaks protocol version 2 and forwards fences), one written for protocol version 1 (no
+fencing), and one written for the old ``FinishedCalls`` protocol."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from toolcall_tracker.runner import CallOutcome, Claim, InMemoryOutcomeStore
+from toolcall_tracker.runner import CallOutcome, Claim, Fence, InMemoryOutcomeStore
 
 
 class FlakyStore:
@@ -17,18 +18,39 @@ class FlakyStore:
         self.fail_record: set[str] = set()
         self.log: list[tuple[str, str]] = []
 
-    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
+    async def claim(self, key: str, *, expires_at: datetime, fence: Fence | None = None) -> Claim:
         call_id = _call_id(key)
         self.log.append(("claim", call_id))
         if call_id in self.fail_claim:
             raise ConnectionError("store down")
-        return await self.inner.claim(key, expires_at=expires_at)
+        return await self.inner.claim(key, expires_at=expires_at, fence=fence)
+
+    async def fence(self, scope: str, epoch: int) -> None:
+        self.log.append(("fence", scope))
+        await self.inner.fence(scope, epoch)
 
     async def record(self, key: str, outcome: CallOutcome) -> None:
         call_id = _call_id(key)
         self.log.append(("record", call_id))
         if call_id in self.fail_record:
             raise ConnectionError("store down")
+        await self.inner.record(key, outcome)
+
+    async def get(self, key: str) -> CallOutcome | None:
+        return await self.inner.get(key)
+
+
+class V1Store:
+    """A store written for :class:`~toolcall_tracker.runner.OutcomeStore` protocol
+    version 1: ``claim`` takes no ``fence``, and there is no ``fence`` method."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryOutcomeStore()
+
+    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
+        return await self.inner.claim(key, expires_at=expires_at)
+
+    async def record(self, key: str, outcome: CallOutcome) -> None:
         await self.inner.record(key, outcome)
 
     async def get(self, key: str) -> CallOutcome | None:

@@ -12,6 +12,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,17 @@ from toolcall_tracker import (
     ToolRunner,
     tool,
 )
-from toolcall_tracker.durable import DurableError, SQLiteOutcomeStore, sqlite_path
+from toolcall_tracker.durable import (
+    DurableError,
+    RedisOutcomeStore,
+    SQLiteOutcomeStore,
+    sqlite_path,
+)
 from toolcall_tracker.failures import ClaimFailed, ToolRaised
 from toolcall_tracker.runner import (
     CallOutcome,
+    Claim,
+    Fence,
     LeasedOutcomeStore,
     OutcomeStore,
     PendingApprovals,
@@ -288,3 +296,190 @@ def race_resumes(args: list[str], side: Path) -> None:
     assert results[0] == results[1]
     assert results[0]["status"] == "done"
     assert results[0]["result"] == "sent 5 to bob"
+
+
+# -- fencing (protocol version 2): take-over, confirm, a stalled writer ----------------------
+
+
+async def test_take_over_and_confirm_respect_the_fence(
+    durable: Durable, anyio_backend: str
+) -> None:
+    with anyio.fail_after(DEADLINE):
+        dead = durable.store(owner="dead", lease=0.2)
+        assert (await dead.claim("t:c1", expires_at=LATER, fence=Fence("t", 1))).won
+        dead.close()  # its lease runs out
+        with durable.store(owner="b", lease=5.0, wait=0, clock=lambda: time.time() + 60) as b:
+            seen = await b.claim("t:c1", expires_at=LATER)  # b's clock is a minute ahead
+            assert seen.lease_expired(datetime.now(timezone.utc) + timedelta(seconds=60))
+            await b.fence("t", 3)
+            refused = await b.take_over("t:c1", expires_at=LATER, fence=Fence("t", 2))
+            assert refused == Claim(won=False, fenced=True)
+            held = await b.take_over("t:c1", expires_at=LATER, fence=Fence("t", 4))
+            assert held.won
+            assert held.owner == "b"
+            assert await b.epoch("t") == 4  # a take-over raises the epoch too
+            assert await b.confirm("t:c1", fence=Fence("t", 4))
+            assert not await b.confirm("t:c1", fence=Fence("t", 3))  # fenced
+            assert await b.confirm("t:c1")  # no fence: as before
+            assert await b.confirm("t:c1", fence=Fence("t", 5))  # newer: raises it
+            assert await b.epoch("t") == 5
+
+
+async def test_a_fenced_confirm_renews_nothing(durable: Durable, anyio_backend: str) -> None:
+    with anyio.fail_after(DEADLINE), durable.store(owner="a", lease=5.0, wait=0) as a:
+        assert (await a.claim("t:c1", expires_at=LATER, fence=Fence("t", 1))).won
+        await a.fence("t", 2)
+        with durable.store(owner="b", wait=0) as b:
+            before = await b.claim("t:c1", expires_at=LATER)
+            assert not await a.confirm("t:c1", fence=Fence("t", 1))
+            after = await b.claim("t:c1", expires_at=LATER)
+        assert after.owner == "a"
+        assert after.lease_until == before.lease_until  # not pushed forward
+
+
+async def test_a_stalled_writer_is_fenced_by_a_restore(
+    durable: Durable, anyio_backend: str
+) -> None:
+    """Writer A (epoch 1) claims c1 and stalls; a restore B fences the turn at epoch 2,
+    claims c2 and c3 and finishes. A wakes: its confirm of c1 and claims of c2, c4 are
+    refused; nothing it asks changes what B wrote; its record is still accepted."""
+    old, new = Fence("t", 1), Fence("t", 2)
+    with (
+        anyio.fail_after(DEADLINE),
+        durable.store(owner="a", lease=5.0, wait=0) as a,
+        durable.store(owner="b", lease=5.0, wait=0) as b,
+    ):
+        assert (await a.claim("t:c1", expires_at=LATER, fence=old)).won
+        await b.fence("t", 2)
+        assert (await b.claim("t:c2", expires_at=LATER, fence=new)).won
+        await b.record("t:c2", CallOutcome.of("b ran c2", None))
+        assert (await b.claim("t:c3", expires_at=LATER, fence=new)).won
+        await b.record(
+            "t:c3", CallOutcome.of(None, ToolRaised(message="x", tool="t", exception="E"))
+        )
+        # A wakes up
+        assert not await a.confirm("t:c1", fence=old)  # so its tool never starts
+        for key in ("t:c2", "t:c4"):
+            assert await a.claim(key, expires_at=LATER, fence=old) == Claim(won=False, fenced=True)
+        assert (await a.take_over("t:c3", expires_at=LATER, fence=old)).fenced
+        assert await b.get("t:c2") == CallOutcome.of("b ran c2", None)
+        assert await b.get("t:c4") is None
+        # the restore goes on: c4 is still free for it
+        assert (await b.claim("t:c4", expires_at=LATER, fence=new)).won
+        await a.record("t:c1", CallOutcome.of("a ran c1 after all", None))  # never fenced
+        assert await b.get("t:c1") == CallOutcome.of("a ran c1 after all", None)
+
+
+async def test_a_fenced_claim_does_not_wait_for_a_live_holder(
+    durable: Durable, anyio_backend: str
+) -> None:
+    with (
+        anyio.fail_after(DEADLINE),
+        durable.store(owner="a", lease=30.0) as a,
+        durable.store(owner="b", lease=30.0, wait=30.0, poll=0.01) as b,
+    ):
+        assert (await a.claim("t:c1", expires_at=LATER, fence=Fence("t", 2))).won
+        began = anyio.current_time()
+        claim = await b.claim("t:c1", expires_at=LATER, fence=Fence("t", 1))
+        assert claim == Claim(won=False, fenced=True)
+        assert anyio.current_time() - began < 5.0  # answered at once, not after 30 s
+
+
+async def test_concurrent_writers_with_mixed_epochs(durable: Durable, anyio_backend: str) -> None:
+    """Three processes' stores (one file or server) claim the same keys at once, at epochs
+    1..3 after a fence at 2: one winner per key, never at epoch 1."""
+    got: list[tuple[str, int, Claim]] = []
+    with (
+        anyio.fail_after(DEADLINE),
+        durable.store(owner="p0", wait=0) as p0,
+        durable.store(owner="p1", wait=0) as p1,
+        durable.store(owner="p2", wait=0) as p2,
+    ):
+        stores = [p0, p1, p2]
+        await p0.fence("t", 2)
+
+        async def claim(i: int) -> None:
+            key, epoch = f"t:k{i % 4}", 1 + i % 3
+            store = stores[i % len(stores)]
+            got.append(
+                (key, epoch, await store.claim(key, expires_at=LATER, fence=Fence("t", epoch)))
+            )
+
+        async with anyio.create_task_group() as tg:
+            for i in range(48):
+                tg.start_soon(claim, i)
+        assert await p1.epoch("t") == 3
+        await p2.fence("other", 1)
+        assert await p2.epoch("t") == 3
+    for key in ("t:k0", "t:k1", "t:k2", "t:k3"):
+        winners = [epoch for k, epoch, claim in got if k == key and claim.won]
+        assert len(winners) == 1, key
+        assert winners[0] >= 2
+    assert all(claim.fenced for _, epoch, claim in got if epoch == 1)
+    assert not any(claim.fenced for _, epoch, claim in got if epoch == 3)
+
+
+async def test_a_fence_is_kept_as_long_as_the_keys_it_protects_on_sqlite(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    now = [1_000_000.0]
+    hour = 3600.0
+    with (
+        anyio.fail_after(DEADLINE),
+        SQLiteOutcomeStore(tmp_path / "s.db", wait=0, clock=lambda: now[0]) as store,
+    ):
+        keys_until = datetime.fromtimestamp(now[0] + 72 * hour, timezone.utc)
+        assert (await store.claim("t:a", expires_at=keys_until, fence=Fence("t", 2))).won
+        await store.fence("u", 1)  # no key: kept a day
+        await store.fence("t", 2)  # a day is less than the key's expiry: not shortened
+        now[0] += 23 * hour
+        assert await store.epoch("u") == 1
+        now[0] += 2 * hour
+        assert await store.epoch("u") is None  # forgotten after a day
+        assert await store.epoch("t") == 2
+        now[0] += 46 * hour  # 71 hours in: the key and its fence live
+        assert await store.claim("t:b", expires_at=keys_until, fence=Fence("t", 1)) == Claim(
+            won=False, fenced=True
+        )
+        now[0] += 2 * hour  # both expired
+        assert await store.epoch("t") is None
+        later_keys = datetime.fromtimestamp(now[0] + hour, timezone.utc)
+        assert (await store.claim("t:a", expires_at=later_keys, fence=Fence("t", 1))).won
+        assert await store.epoch("t") == 1  # a forgotten scope starts afresh
+    rows = sqlite3.connect(tmp_path / "s.db").execute("SELECT * FROM toolcall_fences").fetchall()
+    assert rows == [("t", 1, now[0] + hour)]
+
+
+async def test_a_fence_key_expires_never_before_the_keys_it_protects_on_redis(
+    redis_url: str, redis_prefix: str, anyio_backend: str
+) -> None:
+    import redis
+
+    hour = 3600
+    client = redis.Redis.from_url(redis_url)
+    store = RedisOutcomeStore(redis_url, prefix=redis_prefix, wait=0, ttl=2 * hour)
+
+    def ttl(name: str) -> float:
+        return float(client.pttl(f"{redis_prefix}{name}")) / 1000
+
+    try:
+        with anyio.fail_after(DEADLINE):
+            await store.fence("u", 1)
+            assert 2 * hour - 60 < ttl("fence:u") <= 2 * hour  # the store's ttl
+            soon = datetime.now(timezone.utc) + timedelta(hours=3)
+            assert (await store.claim("t:a", expires_at=soon, fence=Fence("t", 1))).won
+            assert ttl("fence:t") >= ttl("outcome:t:a") - 1
+            assert 3 * hour - 60 < ttl("fence:t") <= 3 * hour
+            await store.fence("t", 2)  # never shortened by a fence
+            early = datetime.now(timezone.utc) + timedelta(minutes=10)
+            assert (await store.claim("t:b", expires_at=early, fence=Fence("t", 2))).won
+            assert 3 * hour - 60 < ttl("fence:t") <= 3 * hour  # nor by an earlier key
+            far = datetime.now(timezone.utc) + timedelta(hours=5)
+            assert await store.take_over("t:c", expires_at=far, fence=Fence("t", 2)) == Claim(
+                won=False
+            )
+            assert 5 * hour - 60 < ttl("fence:t") <= 5 * hour  # an admitted take-over
+            assert client.get(f"{redis_prefix}fence:t") == b"2"
+    finally:
+        await store.aclose()
+        client.close()

@@ -5,8 +5,13 @@ or the Redis server killed with SIGKILL and restarted (AOF, ``appendfsync always
 
 A model predicts every answer: a key nobody holds (or expired) is won with a fresh lease;
 a held key reports its holder, lease and outcome; ``take_over`` wins only an expired lease
-with no outcome; ``record`` stores the outcome and ends the lease; during a fault the call
-raises :class:`DurableError` and changes nothing. Invariants: the file or the server holds
+with no outcome; ``confirm`` renews the owner's lease of a key with no outcome; ``record``
+stores the outcome and ends the lease; during a fault the call raises
+:class:`DurableError` and changes nothing. Fencing: two scopes with an epoch each;
+``fence`` raises one (never lowers it); a claim, take-over or confirm with an older fence
+is refused and changes nothing, a newer one raises the epoch; ``record`` is never fenced;
+a fence is forgotten once the claims it admitted have expired (and a day or ``ttl`` after
+``fence``). Invariants: the file or the server holds
 what the model says (on Redis: after every restart too, so nothing acknowledged is lost).
 It runs on asyncio and trio, each through one blocking portal, with an injected clock
 (leases never renewed by the keeper thread during a run).
@@ -32,10 +37,12 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from _redis import RedisServer
 from conftest import need_redis_server
 from toolcall_tracker.durable import DurableError, RedisOutcomeStore, SQLiteOutcomeStore
-from toolcall_tracker.runner import CallOutcome
+from toolcall_tracker.runner import CallOutcome, Claim, Fence
 
 OWNERS = ("p0", "p1", "p2")
 KEYS = ("k0", "k1")
+SCOPES = ("s0", "s1")
+EPOCHS = st.none() | st.integers(0, 3)  # None: a claim without a fence
 LEASE = 1000.0  # seconds of the fake clock; the keeper thread waits LEASE / 3 real ones
 EXPIRES = 10_000.0  # seconds after the start when the keys expire
 
@@ -59,6 +66,8 @@ class StoreMachine(RuleBasedStateMachine):
         self.stores = {owner: self.make_store(owner) for owner in OWNERS}
         # the model: key -> [holder, lease_until, outcome or None, expires_at]
         self.model: dict[str, list[Any]] = {}
+        # scope -> [epoch, kept until]
+        self.fences: dict[str, list[Any]] = {}
         self.locker: sqlite3.Connection | None = None
 
     # -- the backend: SQLite here, Redis in RedisStoreMachine ------------------------------
@@ -94,6 +103,17 @@ class StoreMachine(RuleBasedStateMachine):
         finally:
             conn.close()
 
+    def stored_epochs(self) -> dict[str, int]:
+        """Every live scope's epoch as the store holds it."""
+        conn = sqlite3.connect(self.path)
+        try:
+            rows = conn.execute(
+                "SELECT scope, epoch FROM toolcall_fences WHERE expires_at > ?", (self.now,)
+            ).fetchall()
+        finally:
+            conn.close()
+        return dict(rows)
+
     def close_backend(self) -> None:
         self.repair()
         for store in self.stores.values():
@@ -120,6 +140,29 @@ class StoreMachine(RuleBasedStateMachine):
             return None  # expired keys are forgotten
         return entry
 
+    def _fence(self, scope: str) -> list[Any] | None:
+        entry = self.fences.get(scope)
+        if entry is not None and self.now >= entry[1]:
+            return None  # forgotten: its keys expired
+        return entry
+
+    def _admit(self, scope: str, epoch: int | None, keep_until: float) -> bool:
+        """The model of a fence check: ``False`` if refused; else the epoch raised."""
+        if epoch is None:
+            return True
+        entry = self._fence(scope)
+        if entry is None:
+            self.fences[scope] = [epoch, keep_until]
+            return True
+        if entry[0] > epoch:
+            return False
+        self.fences[scope] = [max(entry[0], epoch), max(entry[1], keep_until)]
+        return True
+
+    @staticmethod
+    def _fence_of(scope: str, epoch: int | None) -> Fence | None:
+        return None if epoch is None else Fence(scope, epoch)
+
     @rule(seconds=st.sampled_from([1.0, LEASE / 2, LEASE * 2]))
     def advance(self, seconds: float) -> None:
         self.now += seconds
@@ -132,14 +175,23 @@ class StoreMachine(RuleBasedStateMachine):
     def unlock(self) -> None:
         self.repair()
 
-    @rule(owner=st.sampled_from(OWNERS), key=st.sampled_from(KEYS))
-    def claim(self, owner: str, key: str) -> None:
-        store = self.stores[owner]
+    @rule(
+        owner=st.sampled_from(OWNERS),
+        key=st.sampled_from(KEYS),
+        scope=st.sampled_from(SCOPES),
+        epoch=EPOCHS,
+    )
+    def claim(self, owner: str, key: str, scope: str, epoch: int | None) -> None:
+        store, fence = self.stores[owner], self._fence_of(scope, epoch)
         if self.faulty:
             with pytest.raises(DurableError, match=self.fault):
-                self.portal.call(lambda: store.claim(key, expires_at=self.expires()))
+                self.portal.call(lambda: store.claim(key, expires_at=self.expires(), fence=fence))
             return
-        got = self.portal.call(lambda: store.claim(key, expires_at=self.expires()))
+        got = self.portal.call(lambda: store.claim(key, expires_at=self.expires(), fence=fence))
+        if not self._admit(scope, epoch, self.start + self.expiry):
+            assert got == Claim(won=False, fenced=True)
+            return
+        assert not got.fenced
         entry = self._live(key)
         if entry is None:
             assert got.won
@@ -153,14 +205,25 @@ class StoreMachine(RuleBasedStateMachine):
         expired = got.lease_expired(datetime.fromtimestamp(self.now, timezone.utc))
         assert expired == (lease_until <= self.now)
 
-    @rule(owner=st.sampled_from(OWNERS), key=st.sampled_from(KEYS))
-    def take_over(self, owner: str, key: str) -> None:
-        store = self.stores[owner]
+    @rule(
+        owner=st.sampled_from(OWNERS),
+        key=st.sampled_from(KEYS),
+        scope=st.sampled_from(SCOPES),
+        epoch=EPOCHS,
+    )
+    def take_over(self, owner: str, key: str, scope: str, epoch: int | None) -> None:
+        store, fence = self.stores[owner], self._fence_of(scope, epoch)
         if self.faulty:
             with pytest.raises(DurableError, match=self.fault):
-                self.portal.call(lambda: store.take_over(key, expires_at=self.expires()))
+                self.portal.call(
+                    lambda: store.take_over(key, expires_at=self.expires(), fence=fence)
+                )
             return
-        got = self.portal.call(lambda: store.take_over(key, expires_at=self.expires()))
+        got = self.portal.call(lambda: store.take_over(key, expires_at=self.expires(), fence=fence))
+        if not self._admit(scope, epoch, self.start + self.expiry):
+            assert got == Claim(won=False, fenced=True)
+            return
+        assert not got.fenced
         entry = self._live(key)
         if entry is not None and entry[2] is None and entry[1] <= self.now:
             assert got.won
@@ -169,6 +232,43 @@ class StoreMachine(RuleBasedStateMachine):
             assert not got.won
             if entry is not None:
                 assert got.owner == entry[0]
+
+    @rule(
+        owner=st.sampled_from(OWNERS),
+        key=st.sampled_from(KEYS),
+        scope=st.sampled_from(SCOPES),
+        epoch=EPOCHS,
+    )
+    def confirm(self, owner: str, key: str, scope: str, epoch: int | None) -> None:
+        store, fence = self.stores[owner], self._fence_of(scope, epoch)
+        if self.faulty:
+            with pytest.raises(DurableError, match=self.fault):
+                self.portal.call(store.confirm, key, fence)
+            return
+        got = self.portal.call(store.confirm, key, fence)
+        if not self._admit(scope, epoch, self.now + self.record_ttl):
+            assert got is False
+            return
+        entry = self._live(key)
+        held = entry is not None and entry[0] == owner and entry[2] is None
+        assert got is held
+        if entry is not None and held:
+            entry[1] = self.now + LEASE
+
+    @rule(owner=st.sampled_from(OWNERS), scope=st.sampled_from(SCOPES), epoch=st.integers(0, 3))
+    def fence(self, owner: str, scope: str, epoch: int) -> None:
+        store = self.stores[owner]
+        if self.faulty:
+            with pytest.raises(DurableError, match=self.fault):
+                self.portal.call(store.fence, scope, epoch)
+            return
+        self.portal.call(store.fence, scope, epoch)
+        entry = self._fence(scope)
+        keep = self.now + self.record_ttl
+        if entry is None:
+            self.fences[scope] = [epoch, keep]
+        else:
+            self.fences[scope] = [max(entry[0], epoch), max(entry[1], keep)]
 
     @rule(owner=st.sampled_from(OWNERS), key=st.sampled_from(KEYS), value=st.integers(0, 9))
     def record(self, owner: str, key: str, value: int) -> None:
@@ -186,6 +286,13 @@ class StoreMachine(RuleBasedStateMachine):
         else:
             entry[1] = 0.0
             entry[2] = outcome
+
+    @invariant()
+    def the_store_holds_the_epochs(self) -> None:
+        if self.faulty:
+            return
+        want = {scope: self._fence(scope) for scope in SCOPES}
+        assert self.stored_epochs() == {s: e[0] for s, e in want.items() if e is not None}
 
     @invariant()
     def the_file_holds_the_model(self) -> None:
@@ -255,6 +362,16 @@ class RedisStoreMachine(StoreMachine):
             }
         finally:
             client.close()
+
+    def stored_epochs(self) -> dict[str, int]:
+        import redis
+
+        client = redis.Redis.from_url(self.server.url)
+        try:
+            got = {scope: client.get(f"{self.prefix}fence:{scope}") for scope in SCOPES}
+        finally:
+            client.close()
+        return {scope: int(text) for scope, text in got.items() if text is not None}
 
     def close_backend(self) -> None:
         try:

@@ -5,7 +5,8 @@ Shared by :class:`~toolcall_tracker.durable.SQLiteOutcomeStore` and
 not recorded; one daemon thread per store renews all their leases every third of the lease
 (a process that dies stops renewing, so its leases run out). A claim lost to a live holder
 with no outcome yet is read again every ``poll`` seconds, at most ``wait`` seconds, so a
-retried resume gets the outcome of a call still running elsewhere.
+retried resume gets the outcome of a call still running elsewhere; a fenced claim (its
+claimer superseded) is never waited for.
 """
 
 from __future__ import annotations
@@ -44,9 +45,15 @@ async def wait_for_outcome(
     poll: float,
 ) -> Claim:
     """``claim``, or (lost to a live holder, no outcome yet) the claim read again until it
-    has an outcome, its lease runs out, or ``wait`` seconds passed."""
+    has an outcome, its lease runs out, or ``wait`` seconds passed. A fenced claim is
+    answered at once (its claimer was superseded: nothing to wait for)."""
     deadline = anyio.current_time() + wait
-    while not claim.won and claim.outcome is None and not claim.lease_expired(now()):
+    while (
+        not claim.won
+        and not claim.fenced
+        and claim.outcome is None
+        and not claim.lease_expired(now())
+    ):
         if anyio.current_time() >= deadline:
             break
         await anyio.sleep(poll)

@@ -18,7 +18,16 @@ script          what it does
 ``renew``       ``confirm`` for every key the lease keeper holds
 ``record``      write the outcome and end the lease; a key never claimed (or expired) is
                 created with the store's ``ttl``
+``fence``       raise the scope's epoch (a string key ``{prefix}fence:{scope}``) to at
+                least the one given (a max, never lower)
 ==============  ===========================================================================
+
+Fencing (protocol version 2): ``claim``, ``take_over`` and ``confirm`` given a
+:class:`~toolcall_tracker.runner.Fence` read the scope's epoch in the same script, before
+anything else: an older epoch is refused (nothing written, ``Claim.fenced``; ``confirm``
+answers ``False``), a newer one raised. The fence key expires with the latest
+``expires_at`` of the claims it admitted (never sooner than the keys it protects), and at
+least the store's ``ttl`` after ``fence`` or a fenced ``confirm``.
 
 Time is the Redis server's (``TIME`` inside the scripts), so the servers sharing the store
 agree on whose lease ran out; :attr:`Claim.lease_until` is that deadline as a UTC time,
@@ -42,7 +51,7 @@ from typing import Any, Final
 import anyio
 import anyio.to_thread
 
-from ..runner import CallOutcome, Claim
+from ..runner import CallOutcome, Claim, Fence
 from ._closing import Closing
 from ._leases import LeaseKeeper, check_timing, wait_for_outcome
 from ._redis import Connection, key_bytes
@@ -57,9 +66,38 @@ if not now then
   now = t[1] * 1000 + math.floor(t[2] / 1000)
 end
 """
+# admit(fence key, epoch, keep until (ms, absolute)): false if the scope's epoch is newer
+# than ``epoch``; else raise it to ``epoch`` and keep the key until then at least (the
+# server's real clock: PEXPIREAT is absolute, whatever clock the leases use)
+_ADMIT: Final = """
+local function realnow()
+  local t = redis.call('TIME')
+  return t[1] * 1000 + math.floor(t[2] / 1000)
+end
+local function admit(fkey, epoch, keep)
+  local e = tonumber(epoch)
+  local cur = tonumber(redis.call('GET', fkey))
+  if cur and cur > e then
+    return false
+  end
+  if not cur or cur < e then
+    redis.call('SET', fkey, epoch, 'KEEPTTL')
+  end
+  local ttl = redis.call('PTTL', fkey)
+  if ttl < 0 or realnow() + ttl < keep then
+    redis.call('PEXPIREAT', fkey, keep)
+  end
+  return true
+end
+"""
+# KEYS: the outcome hash [, the fence key]; ARGV: owner, lease, expires_at, epoch, now
 _CLAIM: Final = (
     _NOW
+    + _ADMIT
     + """
+if KEYS[2] and not admit(KEYS[2], ARGV[4], tonumber(ARGV[3])) then
+  return {2}
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   local lease = now + tonumber(ARGV[2])
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'lease', lease)
@@ -72,7 +110,11 @@ return {0, v[1], v[2], v[3]}
 )
 _TAKE_OVER: Final = (
     _NOW
+    + _ADMIT
     + """
+if KEYS[2] and not admit(KEYS[2], ARGV[4], tonumber(ARGV[3])) then
+  return {2}
+end
 local v = redis.call('HMGET', KEYS[1], 'owner', 'lease', 'outcome')
 if v[1] and not v[3] and tonumber(v[2]) <= now then
   local lease = now + tonumber(ARGV[2])
@@ -94,6 +136,30 @@ for _, key in ipairs(KEYS) do
   end
 end
 return n
+"""
+)
+# KEYS: the outcome hash, the fence key; ARGV: owner, lease, ttl, epoch, now
+_CONFIRM_FENCED: Final = (
+    _NOW
+    + _ADMIT
+    + """
+if not admit(KEYS[2], ARGV[4], realnow() + tonumber(ARGV[3])) then
+  return -1
+end
+local v = redis.call('HMGET', KEYS[1], 'owner', 'outcome')
+if v[1] == ARGV[1] and not v[2] then
+  redis.call('HSET', KEYS[1], 'lease', now + tonumber(ARGV[2]))
+  return 1
+end
+return 0
+"""
+)
+# KEYS: the fence key; ARGV: epoch, ttl
+_FENCE: Final = (
+    _ADMIT
+    + """
+admit(KEYS[1], ARGV[1], realnow() + tonumber(ARGV[2]))
+return 1
 """
 )
 _RECORD: Final = """
@@ -168,30 +234,58 @@ class RedisOutcomeStore(Closing):
 
     # -- the protocol ------------------------------------------------------------------
 
-    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
+    async def claim(self, key: str, *, expires_at: datetime, fence: Fence | None = None) -> Claim:
         """Take ``key`` until ``expires_at``; if somebody holds it with a live lease and
-        no outcome, wait (at most ``wait`` seconds) for its outcome."""
-        at_ms = str(round(expires_at.timestamp() * 1000))
-        claim = await self._script("claiming a call", _CLAIM, key, self._lease_ms, at_ms)
+        no outcome, wait (at most ``wait`` seconds) for its outcome. With a ``fence``
+        older than its scope's epoch: refused at once (``Claim.fenced``, nothing written);
+        else the scope's epoch is raised to it, in the same script."""
+        claim = await self._script("claiming a call", _CLAIM, key, expires_at, fence)
 
         async def read() -> Claim:
             return await self._read(key)
 
         return await wait_for_outcome(claim, read, self._now, wait=self._wait, poll=self._poll)
 
-    async def take_over(self, key: str, *, expires_at: datetime) -> Claim:
+    async def take_over(
+        self, key: str, *, expires_at: datetime, fence: Fence | None = None
+    ) -> Claim:
         """Take ``key`` if its lease ran out with no outcome (for an idempotent tool whose
-        earlier run is in doubt); else report it as :meth:`claim` does, without waiting."""
-        return await self._script("taking over a call", _TAKE_OVER, key, self._lease_ms)
+        earlier run is in doubt); else report it as :meth:`claim` does, without waiting.
+        A ``fence`` is checked (and raises the scope's epoch) as in :meth:`claim`."""
+        return await self._script("taking over a call", _TAKE_OVER, key, expires_at, fence)
 
-    async def confirm(self, key: str) -> bool:
+    async def confirm(self, key: str, fence: Fence | None = None) -> bool:
         """Renew this store's lease on ``key`` now: ``True`` if it still holds the claim
-        (no outcome recorded, not taken over by another owner), else ``False``."""
-        keys, args = [self._key(key)], [self.owner, self._lease_ms, self._now_ms()]
+        (no outcome recorded, not taken over by another owner), else ``False``; also
+        ``False`` (nothing renewed) with a ``fence`` older than its scope's epoch."""
+        if fence is None:
+            keys, args = [self._key(key)], [self.owner, self._lease_ms, self._now_ms()]
+            script = _CONFIRM
+        else:
+            keys = [self._key(key), self._fence_key(fence.scope)]
+            args = [self.owner, self._lease_ms, self._ttl_ms, fence.epoch, self._now_ms()]
+            script = _CONFIRM_FENCED
         done = await self._conn.call(
-            "confirming a claim", lambda c: c.eval(_CONFIRM, 1, *keys, *args)
+            "confirming a claim", lambda c: c.eval(script, len(keys), *keys, *args)
         )
         return int(done) == 1
+
+    async def fence(self, scope: str, epoch: int) -> None:
+        """Raise ``scope``'s epoch to at least ``epoch`` (never lower it), atomically: from
+        then on every claim, take-over and confirm with an older fence of ``scope`` is
+        refused. The key is kept at least ``ttl`` (and as long as the keys claimed under
+        it)."""
+        fence = Fence(scope, epoch)
+        name = self._fence_key(fence.scope)
+        await self._conn.call(
+            "fencing a turn", lambda c: c.eval(_FENCE, 1, name, fence.epoch, self._ttl_ms)
+        )
+
+    async def epoch(self, scope: str) -> int | None:
+        """``scope``'s epoch on the server (``None``: never fenced, or expired)."""
+        name = self._fence_key(scope)
+        text = await self._conn.call("reading a fence", lambda c: c.get(name))
+        return None if text is None else int(text)
 
     async def record(self, key: str, outcome: CallOutcome) -> None:
         """Store the outcome of ``key`` and end its lease."""
@@ -222,6 +316,9 @@ class RedisOutcomeStore(Closing):
     def _key(self, key: str) -> bytes:
         return key_bytes(f"{self.prefix}outcome:{key}")
 
+    def _fence_key(self, scope: str) -> bytes:
+        return key_bytes(f"{self.prefix}fence:{scope}")
+
     def _now(self) -> datetime:
         clock = self._clock
         return datetime.now(timezone.utc) if clock is None else _utc(clock())
@@ -231,9 +328,18 @@ class RedisOutcomeStore(Closing):
         clock = self._clock
         return "" if clock is None else str(round(clock() * 1000))
 
-    async def _script(self, what: str, script: str, key: str, *extra: Any) -> Claim:
-        args = [self._key(key), self.owner, *extra, self._now_ms()]
-        reply = await self._conn.call(what, lambda c: c.eval(script, 1, *args))
+    async def _script(
+        self, what: str, script: str, key: str, expires_at: datetime, fence: Fence | None
+    ) -> Claim:
+        """Run the claim or take-over ``script`` on ``key`` (and ``fence``'s key)."""
+        at_ms = str(round(expires_at.timestamp() * 1000))
+        keys = [self._key(key)]
+        epoch = ""
+        if fence is not None:
+            keys.append(self._fence_key(fence.scope))
+            epoch = str(fence.epoch)
+        args = [self.owner, self._lease_ms, at_ms, epoch, self._now_ms()]
+        reply = await self._conn.call(what, lambda c: c.eval(script, len(keys), *keys, *args))
         claim = _claim(reply)
         if claim.won:
             self._keeper.hold(key)
@@ -259,6 +365,8 @@ class RedisOutcomeStore(Closing):
 def _claim(reply: list[Any]) -> Claim:
     """A claim from a script's (or ``HMGET``'s) reply: won, owner, lease, outcome."""
     won, owner, lease, text = (list(reply) + [None] * 4)[:4]
+    if won == 2:  # the script refused an older fence
+        return Claim(won=False, fenced=True)
     if owner is None:  # no such key (expired meanwhile): nobody can name it any more
         return Claim(won=bool(won))
     outcome = None if text is None else CallOutcome.model_validate(json.loads(text))

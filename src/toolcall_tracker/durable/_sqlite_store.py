@@ -15,6 +15,14 @@ deadline), the key's expiry and the outcome (JSON, ``NULL`` until recorded).
   may :meth:`SQLiteOutcomeStore.take_over` the key.
 - ``record`` writes the outcome and ends the lease.
 
+Fencing (protocol version 2): one row per scope (a turn id) in ``toolcall_fences``, its
+epoch and how long it is kept. A claim, take-over or confirm carrying a
+:class:`~toolcall_tracker.runner.Fence` reads the scope's epoch in the same
+``BEGIN IMMEDIATE`` transaction as its own write: an older epoch is refused (nothing
+written, ``Claim.fenced``; ``confirm`` answers ``False``), a newer one raised. A fence row
+is kept until the latest ``expires_at`` of the claims it admitted, and at least a day
+after :meth:`SQLiteOutcomeStore.fence`.
+
 Keys are deleted once expired (the caller's ``expires_at``: the end of whatever can name
 them), never for lack of room. Every statement runs on a worker thread: the event loop
 never waits for SQLite, on asyncio and on trio.
@@ -34,7 +42,8 @@ from typing import Final
 import anyio
 import anyio.to_thread
 
-from ..runner import CallOutcome, Claim
+from ..runner import CallOutcome, Claim, Fence
+from ..runner._pending import _wire
 from ._closing import Closing
 from ._leases import LeaseKeeper, check_timing, wait_for_outcome
 from ._sqlite import Database, transaction
@@ -50,6 +59,12 @@ CREATE TABLE IF NOT EXISTS toolcall_outcomes (
     outcome TEXT
 );
 CREATE INDEX IF NOT EXISTS toolcall_outcomes_expiry ON toolcall_outcomes (expires_at);
+CREATE TABLE IF NOT EXISTS toolcall_fences (
+    scope TEXT PRIMARY KEY,
+    epoch INTEGER NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS toolcall_fences_expiry ON toolcall_fences (expires_at);
 """
 _DAY: Final = 86400.0
 _Row = tuple[str, float, "str | None"]
@@ -112,51 +127,95 @@ class SQLiteOutcomeStore(Closing):
 
     # -- the protocol ------------------------------------------------------------------
 
-    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
+    async def claim(self, key: str, *, expires_at: datetime, fence: Fence | None = None) -> Claim:
         """Take ``key`` until ``expires_at``; if somebody holds it with a live lease and
-        no outcome, wait (at most ``wait`` seconds) for its outcome."""
-        claim = await self._db.call("claiming a call", lambda c: self._claim(c, key, expires_at))
+        no outcome, wait (at most ``wait`` seconds) for its outcome. With a ``fence``
+        older than its scope's epoch: refused at once (``Claim.fenced``, nothing written);
+        else the scope's epoch is raised to it, in the same transaction."""
+        claim = await self._db.call(
+            "claiming a call", lambda c: self._claim(c, key, expires_at, fence)
+        )
 
         async def read() -> Claim:
             return await self._db.call("reading a claim", lambda c: self._read(c, key))
 
         return await wait_for_outcome(claim, read, self._now, wait=self._wait, poll=self._poll)
 
-    async def take_over(self, key: str, *, expires_at: datetime) -> Claim:
+    async def take_over(
+        self, key: str, *, expires_at: datetime, fence: Fence | None = None
+    ) -> Claim:
         """Take ``key`` if its lease ran out with no outcome (for an idempotent tool whose
-        earlier run is in doubt); else report it as :meth:`claim` does, without waiting."""
+        earlier run is in doubt); else report it as :meth:`claim` does, without waiting.
+        A ``fence`` is checked (and raises the scope's epoch) as in :meth:`claim`."""
 
-        def go(conn: sqlite3.Connection) -> Claim:
+        def body(conn: sqlite3.Connection) -> tuple[bool | None, float]:
             now = self._clock()
+            if fence is not None and not _admit(conn, fence, expires_at.timestamp(), now):
+                return None, now
             cur = conn.execute(
                 "UPDATE toolcall_outcomes SET owner = ?, lease_until = ? "
                 "WHERE key = ? AND outcome IS NULL AND lease_until <= ? AND expires_at > ?",
                 (self.owner, now + self._lease, key, now, now),
             )
-            if cur.rowcount == 1:
+            return cur.rowcount == 1, now
+
+        def go(conn: sqlite3.Connection) -> Claim:
+            won, now = transaction(conn, body)
+            if won is None:
+                return Claim(won=False, fenced=True)
+            if won:
                 self._keeper.hold(key)
                 return Claim(won=True, owner=self.owner, lease_until=_utc(now + self._lease))
             return self._read(conn, key)
 
         return await self._db.call("taking over a call", go)
 
-    async def confirm(self, key: str) -> bool:
+    async def confirm(self, key: str, fence: Fence | None = None) -> bool:
         """Renew this store's lease on ``key`` now: ``True`` if it still holds the claim
-        (no outcome recorded, not taken over by another owner), else ``False``.
+        (no outcome recorded, not taken over by another owner), else ``False``; also
+        ``False`` (nothing renewed) with a ``fence`` older than its scope's epoch.
 
         A durable turn confirms its claim after journaling that the tool starts and
         before it does: a restore that took the call over after that, and then found no
         start in the journal, knows the tool never started (and never will here)."""
 
-        def go(conn: sqlite3.Connection) -> bool:
+        def body(conn: sqlite3.Connection) -> bool:
+            now = self._clock()
+            if fence is not None and not _admit(conn, fence, now + _DAY, now):
+                return False
             cur = conn.execute(
                 "UPDATE toolcall_outcomes SET lease_until = ? "
-                "WHERE key = ? AND owner = ? AND outcome IS NULL",
-                (self._clock() + self._lease, key, self.owner),
+                "WHERE key = ? AND owner = ? AND outcome IS NULL AND expires_at > ?",
+                (now + self._lease, key, self.owner, now),
             )
-            return cur.rowcount == 1
+            return cur.rowcount == 1  # (an expired key is gone, as on Redis)
 
-        return await self._db.call("confirming a claim", go)
+        return await self._db.call("confirming a claim", lambda c: transaction(c, body))
+
+    async def fence(self, scope: str, epoch: int) -> None:
+        """Raise ``scope``'s epoch to at least ``epoch`` (never lower it), in one
+        transaction: from then on every claim, take-over and confirm with an older fence
+        of ``scope`` is refused. The row is kept at least a day (and as long as the keys
+        claimed under it)."""
+        fence = Fence(scope, epoch)  # refuses a bad scope or epoch
+
+        def body(conn: sqlite3.Connection) -> None:
+            now = self._clock()
+            _admit(conn, fence, now + _DAY, now)
+
+        await self._db.call("fencing a turn", lambda c: transaction(c, body))
+
+    async def epoch(self, scope: str) -> int | None:
+        """``scope``'s epoch in the file (``None``: never fenced, or forgotten)."""
+
+        def go(conn: sqlite3.Connection) -> int | None:
+            row = conn.execute(
+                "SELECT epoch FROM toolcall_fences WHERE scope = ? AND expires_at > ?",
+                (_wire(scope), self._clock()),
+            ).fetchone()
+            return None if row is None else int(row[0])
+
+        return await self._db.call("reading a fence", go)
 
     async def record(self, key: str, outcome: CallOutcome) -> None:
         """Store the outcome of ``key`` and end its lease."""
@@ -198,17 +257,26 @@ class SQLiteOutcomeStore(Closing):
 
     # -- on the worker thread -----------------------------------------------------------
 
-    def _claim(self, conn: sqlite3.Connection, key: str, expires_at: datetime) -> Claim:
-        def body(conn: sqlite3.Connection) -> bool:
+    def _claim(
+        self, conn: sqlite3.Connection, key: str, expires_at: datetime, fence: Fence | None
+    ) -> Claim:
+        def body(conn: sqlite3.Connection) -> bool | None:
             now = self._clock()
             conn.execute("DELETE FROM toolcall_outcomes WHERE expires_at <= ?", (now,))
+            if fence is not None:
+                conn.execute("DELETE FROM toolcall_fences WHERE expires_at <= ?", (now,))
+                if not _admit(conn, fence, expires_at.timestamp(), now):
+                    return None
             cur = conn.execute(
                 "INSERT OR IGNORE INTO toolcall_outcomes VALUES (?, ?, ?, ?, NULL)",
                 (key, self.owner, now + self._lease, expires_at.timestamp()),
             )
             return cur.rowcount == 1
 
-        if transaction(conn, body):
+        won = transaction(conn, body)
+        if won is None:
+            return Claim(won=False, fenced=True)
+        if won:
             self._keeper.hold(key)
             return Claim(won=True, owner=self.owner, lease_until=_utc(self._clock() + self._lease))
         return self._read(conn, key)
@@ -236,6 +304,26 @@ class SQLiteOutcomeStore(Closing):
             "WHERE key = ? AND owner = ? AND outcome IS NULL",
             [(until, key, self.owner) for key in held],
         )
+
+
+def _admit(conn: sqlite3.Connection, fence: Fence, keep_until: float, now: float) -> bool:
+    """Inside a transaction: ``False`` if ``fence`` is older than its scope's epoch (an
+    expired row counts as none); else raise the epoch to it and keep the row until
+    ``keep_until`` at least."""
+    scope = _wire(fence.scope)  # a lone surrogate in a turn id is kept, as UTF-8 text
+    row = conn.execute(
+        "SELECT epoch, expires_at FROM toolcall_fences WHERE scope = ?", (scope,)
+    ).fetchone()
+    if row is not None and row[1] > now and row[0] > fence.epoch:
+        return False
+    if row is not None and row[1] <= now:  # forgotten: start afresh
+        conn.execute("DELETE FROM toolcall_fences WHERE scope = ?", (scope,))
+    conn.execute(
+        "INSERT INTO toolcall_fences VALUES (?, ?, ?) ON CONFLICT (scope) DO UPDATE SET "
+        "epoch = max(epoch, excluded.epoch), expires_at = max(expires_at, excluded.expires_at)",
+        (scope, fence.epoch, keep_until),
+    )
+    return True
 
 
 def _utc(timestamp: float) -> datetime:

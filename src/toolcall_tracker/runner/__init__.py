@@ -91,13 +91,16 @@ from ._resume import resume as _resume
 from ._run_turn import run_turn
 from ._store import (
     DEPRECATED,
+    OUTCOME_STORE_PROTOCOL,
     CallOutcome,
     Claim,
+    Fence,
     InMemoryOutcomeStore,
     LeasedOutcomeStore,
     OutcomeStore,
     _as_store,
     _deprecated,
+    supports_fencing,
 )
 from ._table import RunnerEvent, RunnerListener, RunnerState
 from ._turn import Turn
@@ -108,10 +111,12 @@ if TYPE_CHECKING:
     from ._otel import Tracing
 
 __all__ = [
+    "OUTCOME_STORE_PROTOCOL",
     "ApprovalDecision",
     "ApprovalKeys",
     "CallOutcome",
     "Claim",
+    "Fence",
     "GuardOutcome",
     "InMemoryOutcomeStore",
     "LeasedOutcomeStore",
@@ -134,6 +139,7 @@ __all__ = [
     "merge_calls",
     "run_tools",
     "run_turn",
+    "supports_fencing",
 ]
 
 

@@ -3,7 +3,8 @@
 Resuming across requests must never run a call twice, even when a client retries a resume
 or two servers receive the same decisions. That needs state on the server side, shared by
 whoever may resume the turn: an :class:`OutcomeStore`. Its protocol is three operations on
-a key (``"<nonce>:<call id>"``, ASCII-safe, one per call of a turn):
+a key (``"<nonce>:<call id>"``, ASCII-safe, one per call of a turn), and since version 2
+a fence (see "Fencing" below):
 
 - ``claim(key, expires_at=...)``: atomically take the key. The :class:`Claim` says whether
   this caller won it (then, and only then, it may run the tool) and, if somebody else holds
@@ -36,6 +37,32 @@ count would let a retried resume run its call twice).
 Outcomes are plain JSON (``CallOutcome.model_dump(mode="json")``), so any store can keep
 them as text. The protocol leaves room for leases: a store may later add an owner and a
 lease deadline to :class:`Claim` (fields with defaults) without changing these calls.
+
+Fencing (protocol version 2, :data:`OUTCOME_STORE_PROTOCOL`). A writer that stalled (a
+long pause, a stopped container) must not claim calls of a turn that another process has
+taken over meanwhile. So every *scope* (a durable turn's id) has an *epoch* in the store,
+a fencing token that only grows, and a claim may carry a :class:`Fence` (scope, epoch):
+
+- ``fence(scope, epoch)`` raises the scope's epoch to at least ``epoch`` (never lowers
+  it). A restore that takes a turn over calls it first.
+- ``claim(key, expires_at=..., fence=Fence(scope, epoch))`` is refused when the scope's
+  epoch is greater than ``epoch``: :class:`Claim` ``won=False, fenced=True``, nothing
+  written. Otherwise it is an ordinary claim that also raises the scope's epoch to
+  ``epoch`` (a claim fences older writers itself), in the same atomic step.
+- A store with leases fences ``take_over`` and ``confirm`` the same way (``confirm``
+  answers ``False``).
+- ``record`` is never fenced: what really happened is always written.
+
+A claim without a fence is never refused (the store does not know which scope a key
+belongs to): fencing protects the writers that pass one. A store keeps a scope's epoch at
+least as long as every key claimed under it (the latest ``expires_at`` of the claims it
+admitted), and a while after ``fence`` (a day in memory and on SQLite, the Redis store's
+``ttl``); a scope forgotten after that starts again from the next fence it is given.
+
+A version 1 store (``claim`` without ``fence``, no ``fence`` method) keeps working
+wherever nothing passes a fence (``ToolRunner.resume``): :func:`supports_fencing` tells
+the two apart. ``isinstance(store, OutcomeStore)`` checks the version 1 methods only;
+type checkers see the whole version 2 protocol.
 """
 
 from __future__ import annotations
@@ -45,7 +72,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -54,12 +81,21 @@ from .._jsonout import _jsonable
 from ..errors import CallFailure
 
 __all__ = [
+    "OUTCOME_STORE_PROTOCOL",
     "CallOutcome",
     "Claim",
+    "Fence",
     "InMemoryOutcomeStore",
     "LeasedOutcomeStore",
     "OutcomeStore",
+    "supports_fencing",
 ]
+
+OUTCOME_STORE_PROTOCOL: Final = 2
+"""The version of the :class:`OutcomeStore` protocol this library speaks (2: fencing)."""
+
+MAX_EPOCH: Final = 2**53 - 1
+"""The largest epoch (exact in every store: a Lua number on Redis is a double)."""
 
 
 class CallOutcome(BaseModel):
@@ -105,24 +141,52 @@ class CallOutcome(BaseModel):
 
 
 @dataclass(frozen=True)
+class Fence:
+    """Who claims: the writer of turn ``scope`` at ``epoch`` (its fencing token).
+
+    A store refuses a claim (``take_over``, ``confirm``) carrying a fence whose epoch is
+    older than the scope's current epoch there (see the module documentation).
+
+    Attributes:
+        scope: the turn's id (any non-empty text).
+        epoch: the writer's epoch: 1 for the turn's first writer, one more for each
+            restore that took it over (an integer from 0 to ``2**53 - 1``).
+
+    Raises:
+        TypeError: ``scope`` is not a string or ``epoch`` not an integer.
+        ValueError: ``scope`` is empty or ``epoch`` out of range.
+    """
+
+    scope: str
+    epoch: int
+
+    def __post_init__(self) -> None:
+        _check_fence(self.scope, self.epoch)
+
+
+@dataclass(frozen=True)
 class Claim:
     """The answer to :meth:`OutcomeStore.claim`.
 
     Attributes:
         won: ``True``: the caller holds the key now and may run the call. ``False``:
-            somebody claimed it before.
+            somebody claimed it before, or the claim was fenced.
         outcome: when not won, the outcome recorded so far (``None``: none yet).
         owner: who holds the key (a store with leases says; ``None``: not told).
         lease_until: when the holder's lease ends (UTC), for a store with leases whose
             holders renew it while their tool runs; ``None``: the store has no leases.
             A lost claim with no outcome and a lease in the past is "in doubt": its
             holder stopped without recording an outcome.
+        fenced: the claim carried a :class:`Fence` whose epoch is older than the scope's
+            current epoch in the store: nothing was taken or read (``won`` is ``False``,
+            ``outcome`` ``None``): the claimer was superseded and must stop.
     """
 
     won: bool
     outcome: CallOutcome | None = None
     owner: str | None = None
     lease_until: datetime | None = None
+    fenced: bool = False
 
     def lease_expired(self, now: datetime | None = None) -> bool:
         """Whether a lost claim's holder stopped renewing its lease (``False`` without a
@@ -136,21 +200,38 @@ class Claim:
 class OutcomeStore(Protocol):
     """Where a resume claims each call before running it and records how it ended.
 
-    Implement it over a database shared by the servers that may resume a turn (the
-    in-memory default is per process). See the module documentation for the contract.
+    Protocol version 2 (:data:`OUTCOME_STORE_PROTOCOL`): version 1 plus fencing (the
+    ``fence`` argument of :meth:`claim` and the :meth:`fence` method). Implement it over
+    a database shared by the servers that may resume a turn (the in-memory default is
+    per process). See the module documentation for the contract.
+
+    ``isinstance`` checks the version 1 methods (``claim``, ``record``, ``get``), so a
+    version 1 store is still accepted where nothing fences; :func:`supports_fencing` tells
+    whether a store has version 2's :meth:`fence`.
     """
 
-    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
-        """Atomically take ``key`` (kept until ``expires_at``, UTC), or report who has it."""
+    async def claim(self, key: str, *, expires_at: datetime, fence: Fence | None = None) -> Claim:
+        """Atomically take ``key`` (kept until ``expires_at``, UTC), or report who has it.
+
+        With a ``fence``: refused (``Claim(won=False, fenced=True)``, nothing written)
+        when the store's epoch of ``fence.scope`` is greater than ``fence.epoch``; else
+        the scope's epoch is raised to ``fence.epoch`` in the same atomic step."""
         ...
 
     async def record(self, key: str, outcome: CallOutcome) -> None:
-        """Store the outcome of the claimed ``key``."""
+        """Store the outcome of the claimed ``key`` (never fenced)."""
         ...
 
     async def get(self, key: str) -> CallOutcome | None:
         """The outcome recorded for ``key``, or ``None`` (unclaimed, or no outcome yet)."""
         ...
+
+    if TYPE_CHECKING:  # version 2; not in the runtime check (version 1 stores still pass)
+
+        async def fence(self, scope: str, epoch: int) -> None:
+            """Raise ``scope``'s epoch to at least ``epoch`` (never lower it), atomically:
+            once it returned, every claim with an older fence of ``scope`` is refused."""
+            ...
 
 
 @runtime_checkable
@@ -162,9 +243,31 @@ class LeasedOutcomeStore(OutcomeStore, Protocol):
     call again whose holder stopped (lease expired, no outcome).
     """
 
-    async def take_over(self, key: str, *, expires_at: datetime) -> Claim:
-        """Take ``key`` if its lease expired with no outcome recorded (else as ``claim``)."""
+    async def take_over(
+        self, key: str, *, expires_at: datetime, fence: Fence | None = None
+    ) -> Claim:
+        """Take ``key`` if its lease expired with no outcome recorded (else as ``claim``);
+        a ``fence`` is checked (and raises the scope's epoch) as :meth:`claim` does."""
         ...
+
+
+def supports_fencing(store: object) -> bool:
+    """Whether ``store`` speaks :class:`OutcomeStore` protocol version 2 (it has a
+    ``fence`` method, so its ``claim`` takes ``fence=``); a version 1 store must be called
+    without fences."""
+    return callable(getattr(store, "fence", None))
+
+
+def _check_fence(scope: object, epoch: object) -> None:
+    """Refuse a bad fence scope or epoch with an error naming the fix."""
+    if not isinstance(scope, str):
+        raise TypeError(f"a fence's scope is the turn id (a str), not {type(scope).__name__}")
+    if not scope:
+        raise ValueError("a fence's scope must be a non-empty string (the turn id)")
+    if isinstance(epoch, bool) or not isinstance(epoch, int):
+        raise TypeError(f"a fence's epoch must be an int, not {type(epoch).__name__}")
+    if not 0 <= epoch <= MAX_EPOCH:
+        raise ValueError(f"a fence's epoch must be from 0 to 2**53 - 1, not {epoch}")
 
 
 _NO_OUTCOME: Any = object()
@@ -176,7 +279,8 @@ class InMemoryOutcomeStore:
 
     Keys are forgotten when they expire (the pending state they belong to can no longer be
     resumed then), never because there are many: memory grows with the calls resumed within
-    one expiry period (24 hours by default).
+    one expiry period (24 hours by default). A scope's epoch (fencing) is kept until the
+    latest expiry of the claims admitted under it, and at least a day after :meth:`fence`.
 
     Args:
         clock: the current time (UTC, aware); for tests.
@@ -186,6 +290,8 @@ class InMemoryOutcomeStore:
         self._clock = clock or _utcnow
         self._entries: dict[str, tuple[datetime, Any]] = {}
         self._expiries: list[tuple[datetime, str]] = []  # a heap, stale entries skipped
+        self._fences: dict[str, tuple[int, datetime]] = {}  # scope -> epoch, kept until
+        self._fence_expiries: list[tuple[datetime, str]] = []  # a heap, as _expiries
 
     def __len__(self) -> int:
         """The number of keys held (expired ones are dropped on the next operation)."""
@@ -194,9 +300,12 @@ class InMemoryOutcomeStore:
     def __contains__(self, key: object) -> bool:
         return key in self._entries
 
-    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
-        """Take ``key`` until ``expires_at``, or report the outcome recorded so far."""
+    async def claim(self, key: str, *, expires_at: datetime, fence: Fence | None = None) -> Claim:
+        """Take ``key`` until ``expires_at``, or report the outcome recorded so far; a
+        claim with an older ``fence`` than its scope's epoch is refused (``fenced``)."""
         self._evict()
+        if fence is not None and not self._admit(fence, expires_at):
+            return Claim(won=False, fenced=True)
         entry = self._entries.get(key)
         if entry is not None:
             outcome = entry[1]
@@ -204,6 +313,18 @@ class InMemoryOutcomeStore:
         self._entries[key] = (expires_at, _NO_OUTCOME)
         heapq.heappush(self._expiries, (expires_at, key))
         return Claim(won=True)
+
+    async def fence(self, scope: str, epoch: int) -> None:
+        """Raise ``scope``'s epoch to at least ``epoch`` (kept at least a day)."""
+        fence = Fence(scope, epoch)  # refuses a bad scope or epoch
+        self._evict()
+        self._admit(fence, self._clock() + _DAY)
+
+    async def epoch(self, scope: str) -> int | None:
+        """``scope``'s epoch here (``None``: never fenced, or forgotten)."""
+        self._evict()
+        held = self._fences.get(scope)
+        return None if held is None else held[0]
 
     async def record(self, key: str, outcome: CallOutcome) -> None:
         """Store the outcome of ``key`` (a key never claimed, or expired, is kept a day)."""
@@ -224,6 +345,21 @@ class InMemoryOutcomeStore:
         outcome: CallOutcome = entry[1]
         return outcome
 
+    def _admit(self, fence: Fence, keep_until: datetime) -> bool:
+        """``False`` if ``fence`` is older than its scope's epoch; else raise the epoch to
+        it and keep it until ``keep_until`` at least."""
+        held = self._fences.get(fence.scope)
+        if held is None:
+            epoch, until = fence.epoch, keep_until
+        elif held[0] > fence.epoch:
+            return False
+        else:
+            epoch, until = fence.epoch, max(held[1], keep_until)
+        if held is None or until != held[1]:
+            heapq.heappush(self._fence_expiries, (until, fence.scope))
+        self._fences[fence.scope] = (epoch, until)
+        return True
+
     def _evict(self) -> None:
         now, heap, entries = self._clock(), self._expiries, self._entries
         while heap and heap[0][0] <= now:
@@ -231,6 +367,12 @@ class InMemoryOutcomeStore:
             entry = entries.get(key)
             if entry is not None and entry[0] == expires_at:
                 del entries[key]
+        heap, fences = self._fence_expiries, self._fences
+        while heap and heap[0][0] <= now:
+            until, scope = heapq.heappop(heap)
+            held = fences.get(scope)
+            if held is not None and held[1] == until:
+                del fences[scope]
 
 
 # -- the old names (deprecated) ------------------------------------------------------------
@@ -248,7 +390,8 @@ class _LegacyStore:
     def __init__(self, old: _OldFinishedCalls) -> None:
         self._old = old
 
-    async def claim(self, key: str, *, expires_at: datetime) -> Claim:
+    async def claim(self, key: str, *, expires_at: datetime, fence: Fence | None = None) -> Claim:
+        # No fence method, so supports_fencing() is False and nothing passes a fence.
         return Claim(won=await self._old.add(key))
 
     async def record(self, key: str, outcome: CallOutcome) -> None:
@@ -269,7 +412,7 @@ def _as_store(store: object) -> OutcomeStore:
             DeprecationWarning,
             stacklevel=3,
         )
-        return _LegacyStore(store)
+        return cast(OutcomeStore, _LegacyStore(store))
     raise TypeError(
         f"an outcome store needs async claim / record / get methods (OutcomeStore); got "
         f"{type(store).__name__}: use InMemoryOutcomeStore(), or implement OutcomeStore"
