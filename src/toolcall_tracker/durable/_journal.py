@@ -24,9 +24,11 @@ record kind     data (JSON)
 ``runner``      ``{"id", "from", "to", "event"}``: a transition in the runner's table, from
                 its listener hook (approvals and denials among them); an approval with
                 edited arguments also has ``"arguments"`` (JSON, the output rule)
-``run_end``     ``{"awaiting": [ids], "nonce"}``: the runner returned; ``awaiting``: the
-                calls left awaiting a decision in another request (``nonce``: their
-                signed state's, or ``null``). A follower stops at it (``_follow.py``)
+``run_end``     ``{"awaiting": [ids], "nonce", "state"}``: the runner returned;
+                ``awaiting``: the calls left awaiting a decision in another request
+                (``nonce``: their signed state's, or ``null``; ``state``: that signed
+                state, whole, as JSON: a restore hands out the very same; absent before
+                format 2). A follower stops at it (``_follow.py``)
 ``fence``       ``{"epoch": n}``: a restore took the turn over (:meth:`Journal.take_over`);
                 every record after it is of epoch ``n`` or later
 ==============  ==========================================================================
@@ -62,6 +64,7 @@ Then the call runs. Any other call in doubt stays in doubt. A log that failed on
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import datetime, timedelta, timezone
 from types import TracebackType
 from typing import Any, NoReturn, Protocol, runtime_checkable
@@ -75,14 +78,18 @@ from ..failures import OutcomeInDoubt
 from ..runner import (
     CallOutcome,
     Claim,
+    ClaimFenced,
+    Fence,
     GuardOutcome,
     OutcomeStore,
     RunControl,
     RunnerEvent,
     RunnerListener,
+    PendingApprovals,
     RunnerState,
     StoreGuard,
     ToolRunner,
+    supports_fencing,
 )
 from ..tracker import ToolCallTracker
 from ._protocol import Journal, JournalRecord, TurnLog, TurnSuperseded
@@ -155,12 +162,14 @@ class _RunnerRecorder(RunnerListener):
 
 
 @runtime_checkable
-class _Fenced(Protocol):
-    """A store whose claims can be confirmed (and taken over): SQLite's."""
+class _Confirming(Protocol):
+    """A store whose claims can be confirmed (and taken over): SQLite's and Redis's."""
 
-    async def confirm(self, key: str) -> bool: ...
+    async def confirm(self, key: str, fence: Fence | None = None) -> bool: ...
 
-    async def take_over(self, key: str, *, expires_at: datetime) -> Claim: ...
+    async def take_over(
+        self, key: str, *, expires_at: datetime, fence: Fence | None = None
+    ) -> Claim: ...
 
 
 class _JournalGuard:
@@ -168,7 +177,15 @@ class _JournalGuard:
     committed), journal the start and confirm the claim, before the tool starts; record
     the outcome in both after it ended."""
 
-    __slots__ = ("_expires_at", "_fenced", "_journal", "_log", "_store", "_turn")
+    __slots__ = (
+        "_attempts",
+        "_confirming",
+        "_expires_at",
+        "_journal",
+        "_log",
+        "_store",
+        "_turn",
+    )
 
     def __init__(
         self,
@@ -182,43 +199,74 @@ class _JournalGuard:
         self._log = log
         self._turn = log.turn_id
         self._store = store
-        self._fenced = raw if isinstance(raw, _Fenced) else None
+        self._confirming = raw if isinstance(raw, _Confirming) else None
         self._expires_at = expires_at
+        self._attempts: dict[str, int] = {}  # runs after the first, by call id
+
+    def key(self, call: ToolCall) -> str:
+        """The store key ``call`` is claimed under (its idempotency key derives from it)."""
+        return self._store.key(call)
+
+    def attempt(self, call: ToolCall) -> int:
+        """Which run of ``call`` a won claim is: 1, or (a take-over of an idempotent tool)
+        one more than the starts this turn's journal holds for it."""
+        return self._attempts.get(call.id, 1)
 
     async def claim(self, call: ToolCall) -> GuardOutcome | None:
         # The claim is journaled (with the stream so far) before the store is asked, so
         # every claim in the store has its record: a restore knows which calls may have
-        # run. A journal that cannot commit raises here: the tool does not start.
-        fenced = self._fenced is not None
-        self._log.append("claim", {"id": call.id, "tool": call.name, "fenced": fenced})
+        # run. A journal that cannot commit raises here (a superseded writer's journal
+        # refuses it: TurnSuperseded), and a store claim under an older epoch than the
+        # turn's too: the tool does not start.
+        confirming = self._confirming is not None
+        self._log.append("claim", {"id": call.id, "tool": call.name, "fenced": confirming})
         await self._log.commit()
-        outcome = await self._store.claim(call)  # a GuardOutcome: finished elsewhere
+        try:
+            outcome = await self._store.claim(call)  # a GuardOutcome: finished elsewhere
+        except ClaimFenced as exc:
+            raise self._superseded(exc) from exc
         if outcome is not None:
             if not isinstance(outcome.failure, OutcomeInDoubt):
                 return outcome
             if not await self._take_over_unstarted(call, outcome.failure):
                 return outcome
+        elif self._store.attempt(call) > 1:  # an idempotent tool's take-over
+            starts = [r for r in await self._journal.read(self._turn) if r.kind == "start"]
+            self._attempts[call.id] = 1 + sum(r.data.get("id") == call.id for r in starts)
         await self._start(call)
         return None
+
+    def _superseded(self, cause: BaseException) -> TurnSuperseded:
+        return TurnSuperseded(
+            f"turn {self._turn!r} was taken over elsewhere (a newer epoch than this "
+            f"writer's {self._log.epoch}): this writer stops, and no tool starts here "
+            f"({cause})"
+        )
 
     async def _start(self, call: ToolCall) -> None:
         """Journal the start (committed), then confirm the claim: only then the tool runs."""
         self._log.append("start", {"id": call.id})
         await self._log.commit()
-        fenced = self._fenced
-        if fenced is not None and not await fenced.confirm(self._store.key(call)):
+        confirming = self._confirming
+        if confirming is not None and not await confirming.confirm(
+            self._store.key(call), self._store.fence
+        ):
             raise DurableError(
-                f"the claim of call {call.id!r} was taken over by another process before "
-                "its tool started: it did not start here"
+                f"the claim of call {call.id!r} was taken over by another process, or its "
+                "turn by a restore, before its tool started: it did not start here"
             )
 
     async def _take_over_unstarted(self, call: ToolCall, doubt: CallFailure) -> bool:
         """Take over a call in doubt that the journal proves never started (see the module
         docs); ``True`` if this guard now holds it."""
-        fenced = self._fenced
-        if fenced is None or not await self._never_started(call.id):
+        confirming = self._confirming
+        if confirming is None or not await self._never_started(call.id):
             return False
-        claim = await fenced.take_over(self._store.key(call), expires_at=self._expires_at)
+        claim = await confirming.take_over(
+            self._store.key(call), expires_at=self._expires_at, fence=self._store.fence
+        )
+        if claim.fenced:
+            raise self._superseded(ClaimFenced("the take-over was fenced"))
         if not claim.won:
             return False
         if await self._never_started(call.id):  # read again: after the take-over
@@ -247,6 +295,21 @@ class _JournalGuard:
             await self._log.commit()
 
 
+def require_fencing(store: OutcomeStore) -> None:
+    """Refuse an outcome store that cannot fence (protocol version 1) for a durable turn.
+
+    Raises:
+        TypeError: ``store`` has no ``fence``.
+    """
+    if not supports_fencing(store):
+        raise TypeError(
+            f"{type(store).__name__} is an outcome store of protocol version 1: it has no "
+            "fence(scope, epoch), so a writer that lost its turn could still claim; add "
+            "fence() and claim(..., fence=...) (see toolcall_tracker.runner.OutcomeStore), "
+            "or use SQLiteOutcomeStore, RedisOutcomeStore or InMemoryOutcomeStore"
+        )
+
+
 class DurableTurn:
     """One turn recorded in a journal as it happens; its tools claimed in a store.
 
@@ -267,17 +330,25 @@ class DurableTurn:
             and ``take_over``).
         turn_id: the turn's key in the journal (new: refused if already recorded).
         tracker: the turn's tracker (new and empty).
-        store: where each call is claimed (keys ``"<turn id>:<call id>"``).
+        store: where each call is claimed (one key per call of the turn: see the
+            "Durable turns" page), under this writer's epoch (an
+            :class:`~toolcall_tracker.runner.OutcomeStore` of protocol version 2, with
+            ``fence``).
         key_ttl: how long the store keeps the keys: restore the turn within it (at least
             the runner's ``approval_ttl``). A journal with a ``ttl`` (seconds it keeps a
             turn: :class:`RedisJournal`) shorter than it is refused.
-        restored: internal (``True`` for a turn rebuilt by
-            :func:`~toolcall_tracker.durable.restore`: the turn is taken over, not
-            created).
+        restored: ``True`` for a turn rebuilt by
+            :func:`~toolcall_tracker.durable.restore`: the turn is taken over on entering
+            (:meth:`Journal.take_over`), not created.
+        log: the turn, already taken over (``await journal.take_over(turn_id)``, its
+            store fenced with ``store.fence(turn_id, log.epoch)``): entered under this
+            log. What :func:`~toolcall_tracker.durable.resume_turn` does, so that it
+            reads the turn only once the old writer is fenced off.
 
     Raises:
         TypeError: ``journal`` has no ``create`` / ``take_over`` (a journal written for
-            an older version of the protocol).
+            an older version of the protocol), or ``store`` has no ``fence`` (an outcome
+            store of protocol version 1).
         ValueError: an empty ``turn_id``, or a journal keeping turns less than
             ``key_ttl``.
     """
@@ -291,9 +362,13 @@ class DurableTurn:
         store: OutcomeStore,
         key_ttl: timedelta = DEFAULT_KEY_TTL,
         restored: bool = False,
+        log: TurnLog | None = None,
     ) -> None:
         if not turn_id:
             raise ValueError("turn_id must be a non-empty string")
+        if log is not None and log.turn_id != turn_id:
+            raise ValueError(f"log holds turn {log.turn_id!r}, not {turn_id!r}")
+        require_fencing(store)
         missing = [
             name for name in ("create", "take_over") if not callable(getattr(journal, name, None))
         ]
@@ -320,6 +395,7 @@ class DurableTurn:
         self._expires_at = datetime.now(timezone.utc) + key_ttl
         self._restored = restored
         self._log: TurnLog | None = None
+        self._given = log
         self._recorder: _Recorder | None = None
 
     @property
@@ -342,8 +418,11 @@ class DurableTurn:
     async def __aenter__(self) -> DurableTurn:
         if self._log is not None:
             raise RuntimeError("a DurableTurn can be entered once")
-        if self._restored:
+        if self._given is not None:
+            log = self._given
+        elif self._restored:
             log = await self.journal.take_over(self.turn_id)
+            await self.store.fence(self.turn_id, log.epoch)
         else:
             tracker = self.tracker
             head = {
@@ -371,7 +450,8 @@ class DurableTurn:
     def guard(self, runner: ToolRunner) -> _JournalGuard:
         """The start guard for ``runner`` on this turn (``runner.run(start_guard=...)``)."""
         idempotent = frozenset(name for name, spec in runner.tools.items() if spec.idempotent)
-        store = StoreGuard(self.store, self.turn_id, self._expires_at, idempotent)
+        fence = Fence(self.turn_id, self.log.epoch)
+        store = StoreGuard(self.store, self.turn_id, self._expires_at, idempotent, fence=fence)
         return _JournalGuard(self.journal, self.log, store, self.store, self._expires_at)
 
     async def run(
@@ -380,14 +460,23 @@ class DurableTurn:
         *,
         control: RunControl | None = None,
         listener: RunnerListener | None = None,
+        continues: PendingApprovals | None = None,
     ) -> list[ToolCall]:
-        """``runner.run(tracker, control=control)`` with this turn's start guard, and a
-        runner listener journaling every transition (then telling ``listener``).
+        """``runner.run(tracker, control=control, turn_id=...)`` with this turn's start
+        guard, and a runner listener journaling every transition (then telling
+        ``listener``). The signed state the run leaves names this turn
+        (``PendingApprovals.turn_id``), so every path claims one key per call.
 
         When the runner returns, a ``run_end`` record is committed: the calls awaiting a
         decision in another request (``RunControl(defer_approvals=True)``: still running
-        in the tracker) and their signed state's nonce, if any. A follower stops there
-        (see ``toolcall-tracker replay --follow``).
+        in the tracker), their signed state's nonce, and the whole signed state, so a
+        restore hands out the same decision. A follower stops there (see
+        ``toolcall-tracker replay --follow``).
+
+        Args:
+            continues: the signed state this turn handed out before (a restore passes the
+                one its ``run_end`` journaled): the calls still awaiting ask under its
+                nonce, expiry and turn id (``ToolRunner.run(continues=...)``).
 
         Raises:
             TurnSuperseded: the turn was taken over by a newer epoch (a restore
@@ -402,6 +491,8 @@ class DurableTurn:
                 control=control,
                 listener=_RunnerRecorder(log, listener, control),
                 start_guard=self.guard(runner),
+                turn_id=self.turn_id,
+                continues=continues,
             )
         except Exception as exc:
             if log.superseded:
@@ -412,7 +503,11 @@ class DurableTurn:
         pending = None if control is None else control.pending
         data: dict[str, Any] = {"awaiting": [], "nonce": None}
         if pending is not None:
-            data = {"awaiting": [call.call_id for call in pending.calls], "nonce": pending.nonce}
+            data = {
+                "awaiting": [call.call_id for call in pending.calls],
+                "nonce": pending.nonce,
+                "state": json.loads(pending.model_dump_json()),
+            }
         log.append("run_end", data)
         await log.commit()
         return calls

@@ -38,13 +38,15 @@ from ..limits import Limits
 from ..runner import (
     CallOutcome,
     OutcomeStore,
+    PendingApprovals,
     RunControl,
     RunnerEvent,
+    StoreGuard,
     ToolRunner,
 )
 from ..sink import EventSink
 from ..tracker import ToolCallTracker
-from ._journal import DEFAULT_KEY_TTL, DurableTurn, Journal
+from ._journal import DEFAULT_KEY_TTL, DurableTurn, Journal, require_fencing
 from ._sqlite import DurableError
 
 __all__ = ["RestoredTurn", "apply_events", "restore", "resume_turn"]
@@ -142,15 +144,43 @@ async def resume_turn(
     control: RunControl | None = None,
     key_ttl: timedelta = DEFAULT_KEY_TTL,
 ) -> list[ToolCall]:
-    """Restore turn ``turn_id`` and finish it with ``runner`` (see the module docs).
+    """Take turn ``turn_id`` over, restore it and finish it with ``runner`` (see the
+    module docs).
+
+    The turn is taken over first (its epoch raised in the journal and in ``store``), and
+    only then read: its old writer, if it still runs, is fenced off before anything is
+    decided, so nothing it does later changes what this returns.
 
     Returns:
         The turn's calls, finished (except those left pending with a deferring control).
+
+    Raises:
+        ValueError: the turn handed calls to a client for approval (its ``run_end``), and
+            ``control`` does not defer approvals: those calls are decided only through
+            that signed state (``RunControl(defer_approvals=True)``, then
+            ``runner.resume``). Raised before anything runs.
+        DurableError: the journal has no such turn, cannot be read, or was written by a
+            newer version.
     """
+    require_fencing(store)  # before the take-over
+    log = await journal.take_over(turn_id)  # fences the old writer's journal ...
+    await store.fence(turn_id, log.epoch)  # ... and its claims, before the turn is read
     restored = await restore(journal, turn_id)
     tracker = restored.tracker
+    handed = restored.handed_out
+    if handed is not None:
+        await _settled_elsewhere(tracker, handed, store)
+        if not any(tracker.status(call.call_id) is Status.RUNNING for call in handed.calls):
+            handed = None
+        elif control is None or not control.defer_approvals:
+            raise ValueError(
+                f"turn {turn_id!r} handed calls {handed.ids!r} to a client for approval "
+                "(a signed state): they are decided only through that state, so resume the "
+                "turn with RunControl(defer_approvals=True) (its control.pending is the "
+                "same state) and answer them with runner.resume(state, decisions)"
+            )
     async with DurableTurn(
-        journal, turn_id, tracker, store=store, key_ttl=key_ttl, restored=True
+        journal, turn_id, tracker, store=store, key_ttl=key_ttl, log=log
     ) as turn:
         if tracker.end is None:
             tracker.write_end(False, INTERRUPTED)
@@ -158,7 +188,28 @@ async def resume_turn(
             for call_id, approved in restored.decisions.items():
                 edited = restored.edited.get(call_id)
                 control.preset(call_id, approved, arguments=edited, reason=_DENIED_BEFORE)
-        return await turn.run(runner, control=control)
+        return await turn.run(runner, control=control, continues=handed)
+
+
+async def _settled_elsewhere(
+    tracker: ToolCallTracker, handed: PendingApprovals, store: OutcomeStore
+) -> None:
+    """End each handed-out call that a resume of its signed state (on any server) has
+    finished, with the outcome that resume recorded (a call a resume holds without an
+    outcome yet stays awaiting: approving it again claims the same key, and waits)."""
+    guard = StoreGuard.of_state(store, handed)
+    for pending in handed.calls:
+        call = tracker.get(pending.call_id)
+        if call is None or call.status is not Status.RUNNING:
+            continue
+        outcome = await store.get(guard.key(call))
+        if outcome is None:
+            continue
+        failure = outcome.call_failure()
+        if failure is not None:
+            tracker.write_error(call.id, failure)
+        else:
+            tracker.write_result(call.id, outcome.result)
 
 
 def apply_events(sink: EventSink, items: list[Any]) -> None:

@@ -44,7 +44,7 @@ from ._approval import Resumed, Stamp
 from ._guard import GuardOutcome
 from ._invoke import describe
 from ._pending import ApprovalDecision, PendingApprovals, _wire
-from ._store import CallOutcome, LeasedOutcomeStore, OutcomeStore
+from ._store import CallOutcome, ClaimFenced, Fence, LeasedOutcomeStore, OutcomeStore
 from ._turn import Turn
 
 if TYPE_CHECKING:
@@ -70,9 +70,20 @@ class StoreGuard:
         expires_at: how long the keys are kept (the expiry of whatever can name them).
         idempotent: the names of the tools that may run a call again.
         legacy: the turn is named by its nonce (a state without a turn id of its own).
+        fence: the claimer's :class:`Fence` (a durable turn's writer: its turn and epoch),
+            sent with every claim and take-over (a store of protocol version 2); a claim
+            the store refuses for it raises :class:`ClaimFenced`.
     """
 
-    __slots__ = ("_expires_at", "_idempotent", "_legacy", "_store", "_taken_over", "turn")
+    __slots__ = (
+        "_expires_at",
+        "_idempotent",
+        "_legacy",
+        "_store",
+        "_taken_over",
+        "fence",
+        "turn",
+    )
 
     def __init__(
         self,
@@ -82,13 +93,24 @@ class StoreGuard:
         idempotent: frozenset[str] = frozenset(),
         *,
         legacy: bool = False,
+        fence: Fence | None = None,
     ) -> None:
         self._store = store
         self.turn = turn
+        self.fence = fence
         self._expires_at = expires_at
         self._idempotent = idempotent
         self._legacy = legacy
         self._taken_over: set[str] = set()  # keys won by a take-over (a second attempt)
+
+    @classmethod
+    def of_state(
+        cls, store: OutcomeStore, state: PendingApprovals, idempotent: frozenset[str] = frozenset()
+    ) -> StoreGuard:
+        """The guard of the turn ``state`` belongs to: keyed by its ``turn_key``, kept until
+        its expiry (a turn named by its nonce keeps the previous version's keys)."""
+        legacy = state.turn_key == state.nonce
+        return cls(store, state.turn_key, state.expires_at, idempotent, legacy=legacy)
 
     def key(self, call: ToolCall) -> str:
         """The store key of ``call`` of this turn (``legacy``: a turn named by its nonce
@@ -105,18 +127,30 @@ class StoreGuard:
 
     async def claim(self, call: ToolCall) -> GuardOutcome | None:
         """``None`` if this resume won the call; else the outcome to finish it with."""
-        store, key = self._store, self.key(call)
-        claim = await store.claim(key, expires_at=self._expires_at)
+        store, key, fence = self._store, self.key(call), self.fence
+        if fence is None:
+            claim = await store.claim(key, expires_at=self._expires_at)
+        else:
+            claim = await store.claim(key, expires_at=self._expires_at, fence=fence)
         if (
             not claim.won
             and claim.outcome is None
+            and not claim.fenced
             and call.name in self._idempotent
             and isinstance(store, LeasedOutcomeStore)
             and claim.lease_expired()
         ):
-            claim = await store.take_over(key, expires_at=self._expires_at)
+            if fence is None:
+                claim = await store.take_over(key, expires_at=self._expires_at)
+            else:
+                claim = await store.take_over(key, expires_at=self._expires_at, fence=fence)
             if claim.won:
                 self._taken_over.add(key)
+        if claim.fenced:
+            raise ClaimFenced(
+                f"the claim of call {call.id!r} was refused: turn {self.turn!r} was taken "
+                f"over by a newer epoch than this writer's ({fence.epoch if fence else '?'})"
+            )
         if claim.won:
             return None
         if claim.outcome is None:

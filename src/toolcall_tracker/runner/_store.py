@@ -84,6 +84,7 @@ __all__ = [
     "OUTCOME_STORE_PROTOCOL",
     "CallOutcome",
     "Claim",
+    "ClaimFenced",
     "Fence",
     "InMemoryOutcomeStore",
     "LeasedOutcomeStore",
@@ -162,6 +163,12 @@ class Fence:
 
     def __post_init__(self) -> None:
         _check_fence(self.scope, self.epoch)
+
+
+class ClaimFenced(RuntimeError):
+    """A store refused a claim carrying an older :class:`Fence` than its turn's epoch: the
+    claimer was superseded (a restore took the turn over elsewhere); nothing was taken, and
+    the call must not run here. A durable turn raises it as ``TurnSuperseded``."""
 
 
 @dataclass(frozen=True)
