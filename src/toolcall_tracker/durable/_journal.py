@@ -5,12 +5,15 @@ Theory of operation. A turn's journal is its input, in order, keyed by a turn id
 ==============  ==========================================================================
 record kind     data (JSON)
 ==============  ==========================================================================
-``limits``      the first record: ``{"limits": {...}, "keep_finished": n}``, the turn's
-                :class:`~toolcall_tracker.Limits` and its tracker's ``keep_finished``
-                (``null``: every call kept; absent in journals written before 0.2.0)
+``limits``      the first record: ``{"limits": {...}, "keep_finished": n, "format": 2}``,
+                the turn's :class:`~toolcall_tracker.Limits`, its tracker's
+                ``keep_finished`` (``null``: every call kept; absent in journals written
+                before 0.2.0) and the journal format (absent: format 1)
 ``events``      stream events, as read from the machine's change feed: ``["s", id,
                 name]`` start, ``["d", id, text]`` delta, ``["r", id]`` ready, ``["R",
-                id, result]`` result, ``["E", id, error]`` error, ``["e", ok, reason]`` end
+                id, result]`` result, ``["F", id, failure]`` a library failure (a
+                :class:`~toolcall_tracker.errors.CallFailure`, as JSON), ``["E", id,
+                error]`` any other error value, ``["e", ok, reason]`` end
 ``claim``       ``{"id", "tool", "fenced"}``: the call is being claimed (committed before
                 the store is asked, so a store claim always has its record); its tool
                 starts only after both. ``fenced``: the claimer confirms its claim
@@ -24,11 +27,24 @@ record kind     data (JSON)
 ``run_end``     ``{"awaiting": [ids], "nonce"}``: the runner returned; ``awaiting``: the
                 calls left awaiting a decision in another request (``nonce``: their
                 signed state's, or ``null``). A follower stops at it (``_follow.py``)
+``fence``       ``{"epoch": n}``: a restore took the turn over (its epoch from now on);
+                readers accept it, and it changes no call
 ==============  ==========================================================================
+
+Versions. The head's ``format`` is :data:`JOURNAL_FORMAT` (2) for journals written by
+this version; a journal without it is format 1, whose ``["E", id, error]`` events held
+library failures too (a reader restores a dict with a string ``kind`` there as a failure:
+what those journals meant). A reader refuses, with :class:`DurableError` naming the
+version, a format greater than it knows, a record kind or stream event tag it does not
+know and an unknown ``Limits`` field: an old process in a rolling deploy fails closed
+rather than reading past a record it cannot honour. Keys of a record's data that a reader
+does not use are ignored (adding one that changes a record's meaning raises the format).
 
 Results and errors are written under the library's one output rule (NaN as ``null``, lone
 surrogates in strings as U+FFFD); ids, names and argument text are kept exactly (lone
-surrogates as ``\\uXXXX`` escapes). Failures come back as their class, by their ``kind``.
+surrogates as ``\\uXXXX`` escapes). Library failures (``F``) come back as their class, by
+their ``kind``; any other error value (``E``) comes back as the JSON value it was written
+as, whatever its shape.
 
 Durability. Stream events are appended from inside the machine's ``apply`` (the feed is
 synchronous), so the stream never waits for the disk: a journal commits them from its
@@ -55,7 +71,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime, timedelta, timezone
 from types import TracebackType
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 from .._jsonout import _jsonable
 from ..calls import Status, ToolCall
@@ -81,6 +97,10 @@ from ._sqlite import DurableError
 __all__ = ["DurableTurn", "Journal", "JournalRecord"]
 
 DEFAULT_KEY_TTL = timedelta(days=30)
+
+JOURNAL_FORMAT: Final = 2
+"""The journal format this version writes (the head's ``"format"``) and the newest it
+reads (see the module docs: versions)."""
 
 
 class JournalRecord(NamedTuple):
@@ -141,6 +161,8 @@ class _Recorder(ChangeListener):
                 return
             if after is Status.DONE:
                 self._append(self._turn, ["R", call_id, _jsonable(call.result)])
+            elif isinstance(call.error, CallFailure):  # tagged: never guessed from a shape
+                self._append(self._turn, ["F", call_id, _jsonable(call.error)])
             else:
                 self._append(self._turn, ["E", call_id, _jsonable(call.error)])
 
@@ -341,6 +363,7 @@ class DurableTurn:
             head = {
                 "limits": dataclasses.asdict(tracker.limits),
                 "keep_finished": tracker.keep_finished,
+                "format": JOURNAL_FORMAT,
             }
             self.journal.append(self.turn_id, "limits", head)
             await self.journal.commit()
