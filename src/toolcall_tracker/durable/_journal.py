@@ -13,7 +13,8 @@ record kind     data (JSON)
                 name]`` start, ``["d", id, text]`` delta, ``["r", id]`` ready, ``["R",
                 id, result]`` result, ``["F", id, failure]`` a library failure (a
                 :class:`~toolcall_tracker.errors.CallFailure`, as JSON), ``["E", id,
-                error]`` any other error value, ``["e", ok, reason]`` end
+                error]`` any other error value, ``["e", ok, reason]`` end (a call the
+                end abandons has no event of its own: replaying the end abandons it)
 ``claim``       ``{"id", "tool", "fenced"}``: the call is being claimed (committed before
                 the store is asked, so a store claim always has its record); its tool
                 starts only after both. ``fenced``: the claimer confirms its claim
@@ -158,6 +159,11 @@ class _Recorder(ChangeListener):
         else:
             call = self._machine.get(call_id)
             if call is None:  # pragma: no cover (the feed reports before forgetting)
+                return
+            if before is Status.PENDING and self._machine.end is not None:
+                # abandoned by the turn's end, journaled next: replaying the end abandons
+                # it again (the same failure), after the end as here, so a follower's
+                # listener sees what the live one saw (the end already set)
                 return
             if after is Status.DONE:
                 self._append(self._turn, ["R", call_id, _jsonable(call.result)])
