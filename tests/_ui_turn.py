@@ -130,15 +130,18 @@ async def serve_turn(
     turn_id: str,
     runner: ToolRunner,
     model: Callable[[ToolCallTracker], Any],
+    *,
+    tracker: ToolCallTracker | None = None,
 ) -> list[dict[str, Any]]:
-    """The original server: the parts it writes while ``model(tracker)`` streams the turn."""
+    """The original server: the parts it writes while ``model(tracker)`` streams the turn
+    (``tracker``: the turn's, new and empty; by default ``ToolCallTracker()``)."""
     parts: list[dict[str, Any]] = [{"type": "start"}]
     finish: list[dict[str, Any]] = []
 
     def emit(part: dict[str, Any]) -> None:
         (finish if part["type"] == "finish" else parts).append(part)
 
-    tracker = ToolCallTracker()
+    tracker = ToolCallTracker() if tracker is None else tracker
     listener = AISDKListener(tracker, on_part=emit)
     tracker.subscribe(listener, fragments=True)
     control = RunControl(defer_approvals=True)

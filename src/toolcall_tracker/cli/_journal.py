@@ -9,6 +9,13 @@ or the runner's ``run_end`` read: the one rule of every follower) or ``--timeout
 seconds passed: SQLite by reading the file again every 0.2 s, Redis by blocking reads
 (``XREAD BLOCK``: each record printed as soon as it is written). Text from the journal is
 printed escaped (:func:`clean`), like every other input of the command line.
+
+The turn is replayed under its own ``Limits`` and ``keep_finished`` (its head record), as
+every follower replays it; the summary lists every call of the turn, those the machine
+forgot under ``keep_finished`` too. A journal this version cannot read (a newer format,
+record kind, event or ``Limits`` field, or a malformed record) is one line on stderr,
+``toolcall-tracker: error: ...`` naming the record and the version, and exit code 2; the
+records before it have been printed.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ import time
 from collections.abc import Callable
 from typing import IO, Any, Final
 
-from ..calls import Status
+from ..calls import Status, ToolCall
+from ..changes import ChangeListener
 from ..durable import DurableError, JournalRecord, SQLiteJournal
 from ..durable._follow import FollowState
 from ..machine import ToolCallStateMachine
@@ -39,15 +47,16 @@ class _Gone(Exception):
 
 def replay_journal(args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Run ``replay`` on a journal; the exit code (0 ok, 1 a call failed or the turn did
-    not end ok, 2 no such journal or turn, no Redis client or server, or the follow timed
-    out before the end)."""
+    not end ok, 2 no such journal or turn, a journal this version cannot read, no Redis
+    client or server, or the follow timed out before the end)."""
     out = out or sys.stdout
     location: str = args.file
     turn: str | None = args.turn
     if not turn:
         write(sys.stderr, f"toolcall-tracker: error: {clean(location)}: name the TURN to replay\n")
         return 2
-    state = FollowState()
+    calls = _AllCalls()
+    state = FollowState(calls.listen)
     as_json: bool = args.json
 
     def show(record: JournalRecord) -> None:
@@ -70,10 +79,11 @@ def replay_journal(args: argparse.Namespace, out: IO[str] | None = None) -> int:
         where = clean(location)
         write(sys.stderr, f"toolcall-tracker: error: no turn {clean(turn)!r} in {where}\n")
         return 2
+    everything = calls.all(machine)
     if not as_json:
-        _summary(machine, out)
+        _summary(everything, machine, out)
     end = machine.end
-    failed = any(call.status is Status.ERROR for call in machine.list())
+    failed = any(call.status is Status.ERROR for call in everything)
     return 0 if end is not None and end.ok and not failed else 1
 
 
@@ -86,10 +96,13 @@ def _from_sqlite(
     while True:
         try:
             records = SQLiteJournal.read_file(location, turn, after)
-        except DurableError as exc:
+        except (DurableError, ValueError) as exc:  # ValueError: a record that is not JSON
             raise _Gone(f"error: {clean(str(exc))}") from exc
         for record in records:
-            show(record)
+            try:
+                show(record)
+            except DurableError as exc:  # a record this version cannot read: fail closed
+                raise _Gone(f"error: {clean(str(exc))}") from exc
             after = record.seq
         if not args.follow or state.finished:
             return
@@ -179,7 +192,7 @@ def _event_lines(items: list[Any]) -> list[str]:
             lines.append(f"ready {clean(item[1])}")
         elif tag == "R":
             lines.append(f"result {clean(item[1])} {clean(compact_json(item[2]))}")
-        elif tag == "E":
+        elif tag in ("E", "F"):
             lines.append(f"error {clean(item[1])} {clean(compact_json(item[2]))}")
         elif tag == "e":
             from ..events import End
@@ -190,8 +203,41 @@ def _event_lines(items: list[Any]) -> list[str]:
     return lines
 
 
-def _summary(machine: ToolCallStateMachine, out: IO[str]) -> None:
-    calls = machine.list()
+class _AllCalls(ChangeListener):
+    """Every call of the turn in start order, with the last snapshot of those the machine
+    forgot (a turn under ``keep_finished``), for the summary."""
+
+    __slots__ = ("_finished", "_machine", "_order")
+
+    def __init__(self) -> None:
+        self._machine: ToolCallStateMachine | None = None
+        self._order: dict[str, None] = {}
+        self._finished: dict[str, ToolCall] = {}
+
+    def listen(self, machine: ToolCallStateMachine) -> ChangeListener:
+        self._machine = machine
+        return self
+
+    def call_changed(self, call_id: str, before: Status | None, after: Status) -> None:
+        machine = self._machine
+        if before is None:
+            self._order[call_id] = None
+        elif machine is not None and machine.keep_finished is not None:
+            call = machine.get(call_id)  # it may be forgotten next: keep what it was
+            if call is not None and call.status in (Status.DONE, Status.ERROR):
+                self._finished[call_id] = call
+
+    def all(self, machine: ToolCallStateMachine) -> list[ToolCall]:
+        """The turn's calls: those ``machine`` holds, and those it forgot."""
+        calls: list[ToolCall] = []
+        for call_id in self._order:
+            call = machine.get(call_id) or self._finished.get(call_id)
+            if call is not None:
+                calls.append(call)
+        return calls
+
+
+def _summary(calls: list[ToolCall], machine: ToolCallStateMachine, out: IO[str]) -> None:
     end = machine.end
     out.write(f"{count(len(calls), 'call')}, turn {end_text(end) if end else 'not ended'}\n")
     for call in calls:

@@ -31,7 +31,7 @@ from ..changes import ChangeListener
 from ..limits import Limits
 from ..machine import ToolCallStateMachine
 from ._journal import Journal, JournalRecord
-from ._restore import apply_events
+from ._restore import check_record, read_head, replay_events
 from ._sqlite import DurableError
 
 __all__ = ["RUN_END", "FollowState", "FollowableJournal", "poll_follow"]
@@ -61,13 +61,25 @@ class FollowableJournal(Journal, Protocol):
 class FollowState:
     """A turn replayed from its records as they are read (sans-IO; nothing runs).
 
+    The first record must be the turn's ``limits`` head: the machine is made under the
+    turn's ``Limits`` and ``keep_finished``, as the tracker that wrote the turn was, so
+    a turn that forgot finished calls to stay under ``max_calls`` replays whole. Every
+    record is checked as :func:`~toolcall_tracker.durable.restore` checks it (a newer
+    format, an unknown kind, event tag or ``Limits`` field, or malformed data:
+    :class:`DurableError`, never a skip).
+
     Args:
         listen: called with the machine as soon as it exists; the listener it returns is
             subscribed to it (``fragments=True``), so it sees every change the records
             imply.
+
+    Attributes:
+        machine: the replayed machine (``None`` until the head was read).
+        run_end: the data of the ``run_end`` record, once read.
+        journal_format: the journal's format (its head's; ``None`` until read).
     """
 
-    __slots__ = ("_listen", "machine", "run_end")
+    __slots__ = ("_listen", "journal_format", "machine", "run_end")
 
     def __init__(
         self, listen: Callable[[ToolCallStateMachine], ChangeListener] | None = None
@@ -75,17 +87,33 @@ class FollowState:
         self._listen = listen
         self.machine: ToolCallStateMachine | None = None
         self.run_end: dict[str, Any] | None = None  # the data of the ``run_end`` record
+        self.journal_format: int | None = None
 
     def add(self, record: JournalRecord) -> None:
         """Replay one record (in order). ``limits`` makes the machine (under the turn's
-        limits); ``events`` are applied to it; ``run_end`` marks the runner's return."""
-        if record.kind == "limits" and self.machine is None:
-            self.machine = self._new(Limits(**record.data["limits"]))
-        elif record.kind == "events":
-            apply_events(self._machine(), record.data)
+        limits and ``keep_finished``); ``events`` are applied to it; ``run_end`` marks the
+        runner's return; the others are checked and change nothing here.
+
+        Raises:
+            DurableError: the first record is not the turn's head, or a record is one this
+                version does not know or is malformed (see the class docs).
+        """
+        machine = self.machine
+        if machine is None or self.journal_format is None:
+            if record.kind != "limits":
+                raise DurableError(
+                    f"journal record {record.seq} ({str(record.kind)[:40]!r}) comes before "
+                    "the turn's limits record: not the start of a turn"
+                )
+            head = read_head(record)
+            self.journal_format = head.format
+            self.machine = self._new(head.limits, head.keep_finished)
+            return
+        check_record(record, self.journal_format)
+        if record.kind == "events":
+            replay_events(machine, record, self.journal_format)
         elif record.kind == RUN_END:
-            self._machine()
-            self.run_end = record.data if isinstance(record.data, dict) else {}
+            self.run_end = record.data
 
     @property
     def finished(self) -> bool:
@@ -98,13 +126,8 @@ class FollowState:
             call.status is not Status.RUNNING for call in machine.list()
         )
 
-    def _machine(self) -> ToolCallStateMachine:
-        if self.machine is None:  # a journal without its ``limits`` record: the defaults
-            self.machine = self._new(Limits())
-        return self.machine
-
-    def _new(self, limits: Limits) -> ToolCallStateMachine:
-        machine = ToolCallStateMachine(limits=limits)
+    def _new(self, limits: Limits, keep_finished: int | None) -> ToolCallStateMachine:
+        machine = ToolCallStateMachine(limits=limits, keep_finished=keep_finished)
         if self._listen is not None:
             machine.subscribe(self._listen(machine), fragments=True)
         return machine

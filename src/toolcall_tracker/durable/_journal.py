@@ -13,7 +13,10 @@ record kind     data (JSON)
                 written by :meth:`Journal.create`
 ``events``      stream events, as read from the machine's change feed: ``["s", id,
                 name]`` start, ``["d", id, text]`` delta, ``["r", id]`` ready, ``["R",
-                id, result]`` result, ``["E", id, error]`` error, ``["e", ok, reason]`` end
+                id, result]`` result, ``["F", id, failure]`` a library failure (a
+                :class:`~toolcall_tracker.errors.CallFailure`, as JSON), ``["E", id,
+                error]`` any other error value, ``["e", ok, reason]`` end (a call the
+                end abandons has no event of its own: replaying the end abandons it)
 ``claim``       ``{"id", "tool", "fenced"}``: the call is being claimed (committed before
                 the store is asked, so a store claim always has its record); its tool
                 starts only after both. ``fenced``: the claimer confirms its claim
@@ -30,12 +33,24 @@ record kind     data (JSON)
                 state, whole, as JSON: a restore hands out the very same; absent before
                 format 2). A follower stops at it (``_follow.py``)
 ``fence``       ``{"epoch": n}``: a restore took the turn over (:meth:`Journal.take_over`);
-                every record after it is of epoch ``n`` or later
+                every record after it is of epoch ``n`` or later; readers accept it,
+                and it changes no call
 ==============  ==========================================================================
+
+Versions. The head's ``format`` is :data:`JOURNAL_FORMAT` (2) for journals written by
+this version; a journal without it is format 1, whose ``["E", id, error]`` events held
+library failures too (a reader restores a dict with a string ``kind`` there as a failure:
+what those journals meant). A reader refuses, with :class:`DurableError` naming the
+version, a format greater than it knows, a record kind or stream event tag it does not
+know and an unknown ``Limits`` field: an old process in a rolling deploy fails closed
+rather than reading past a record it cannot honour. Keys of a record's data that a reader
+does not use are ignored (adding one that changes a record's meaning raises the format).
 
 Results and errors are written under the library's one output rule (NaN as ``null``, lone
 surrogates in strings as U+FFFD); ids, names and argument text are kept exactly (lone
-surrogates as ``\\uXXXX`` escapes). Failures come back as their class, by their ``kind``.
+surrogates as ``\\uXXXX`` escapes). Library failures (``F``) come back as their class, by
+their ``kind``; any other error value (``E``) comes back as the JSON value it was written
+as, whatever its shape.
 
 Durability. A :class:`DurableTurn` takes its turn (``Journal.create``: a new turn id,
 atomically, or ``Journal.take_over`` for a restored one, fencing off the writer before)
@@ -82,10 +97,10 @@ from ..runner import (
     Fence,
     GuardOutcome,
     OutcomeStore,
+    PendingApprovals,
     RunControl,
     RunnerEvent,
     RunnerListener,
-    PendingApprovals,
     RunnerState,
     StoreGuard,
     ToolRunner,
@@ -119,8 +134,15 @@ class _Recorder(ChangeListener):
             call = self._machine.get(call_id)
             if call is None:  # pragma: no cover (the feed reports before forgetting)
                 return
+            if before is Status.PENDING and self._machine.end is not None:
+                # abandoned by the turn's end, journaled next: replaying the end abandons
+                # it again (the same failure), after the end as here, so a follower's
+                # listener sees what the live one saw (the end already set)
+                return
             if after is Status.DONE:
                 self._append(["R", call_id, _jsonable(call.result)])
+            elif isinstance(call.error, CallFailure):  # tagged: never guessed from a shape
+                self._append(["F", call_id, _jsonable(call.error)])
             else:
                 self._append(["E", call_id, _jsonable(call.error)])
 
@@ -428,7 +450,7 @@ class DurableTurn:
             head = {
                 "limits": dataclasses.asdict(tracker.limits),
                 "keep_finished": tracker.keep_finished,
-            }
+            }  # (create adds the journal format)
             log = await self.journal.create(self.turn_id, head)
         self._log = log
         self._recorder = _Recorder(log, self.tracker)
