@@ -25,7 +25,8 @@ import json
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -44,17 +45,26 @@ SECRET = b"a durable test secret (32 bytes)"
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
-def open_storage(store: str, prefix: str, *, lease: float, poll: float = 0.05) -> tuple[Any, Any]:
+def open_storage(
+    store: str,
+    prefix: str,
+    *,
+    lease: float,
+    poll: float = 0.05,
+    clock: Callable[[], float] | None = None,
+) -> tuple[Any, Any]:
     """The journal and the outcome store at ``store`` (an SQLite file or a Redis URL),
-    not yet entered (both are async context managers)."""
+    not yet entered (both are async context managers); ``clock``: the store's (default:
+    the real one)."""
     if store.startswith(REDIS_SCHEMES):
         from toolcall_tracker.durable import RedisJournal, RedisOutcomeStore
 
         return (
             RedisJournal(store, prefix=prefix),
-            RedisOutcomeStore(store, lease=lease, poll=poll, prefix=prefix),
+            RedisOutcomeStore(store, lease=lease, poll=poll, prefix=prefix, clock=clock),
         )
-    return SQLiteJournal(store), SQLiteOutcomeStore(store, lease=lease, poll=poll)
+    outcomes = SQLiteOutcomeStore(store, lease=lease, poll=poll, clock=clock or time.time)
+    return SQLiteJournal(store), outcomes
 
 
 def side_effect(side: str, text: str) -> None:

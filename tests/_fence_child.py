@@ -8,16 +8,20 @@ returns), ``streamed`` (``c1`` done and recorded, ``n1`` streamed, before ``n2``
 end), in that order. When the run
 ends it prints ``R ok`` or ``R superseded`` (the turn was taken over: ``TurnSuperseded``).
 
-``finish``: restore ``turn-1`` and finish it; prints the calls as one JSON line
+``finish``: restore ``turn-1`` and finish it, an hour later by its store's clock (the
+writer frozen all that time: its leases long run out); prints the calls as one JSON line
 (``{id: [status, result or error kind]}``).
 
-``STORE``: an SQLite file, or a Redis URL with the key ``PREFIX``. Leases are 0.5 s.
+``STORE``: an SQLite file, or a Redis URL with the key ``PREFIX``. Leases are 30 s (no
+renewal falls inside a test: a process frozen inside a write to an SQLite file would hold
+its lock until it thaws).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 import anyio
@@ -32,7 +36,12 @@ from _durable_child import open_storage
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
 
-LEASE = 0.5
+LEASE = 30.0
+LATER = 3600.0  # seconds the finisher's clock is ahead
+
+
+def later() -> float:
+    return time.time() + LATER
 
 
 def pause(point: str) -> None:
@@ -77,6 +86,7 @@ async def writer(store: str, side: str, prefix: str) -> None:
                 tracker.write_delta(call_id, json.dumps(args))
                 tracker.write_ready(call_id)
             await tracker.wait_done("c1")  # ran and recorded (one pause at a time)
+            await journal.commit()  # no write in flight when the parent freezes us
             await anyio.to_thread.run_sync(pause, "streamed")
             tracker.write_start("n2", "notify")
             tracker.write_delta("n2", json.dumps({"who": "cy"}))
@@ -97,7 +107,7 @@ async def writer(store: str, side: str, prefix: str) -> None:
 
 
 async def finish(store: str, side: str, prefix: str) -> None:
-    journal, outcomes = open_storage(store, prefix, lease=LEASE)
+    journal, outcomes = open_storage(store, prefix, lease=LEASE, clock=later)
     async with journal, outcomes:
         calls = await resume_turn(journal, "turn-1", tools(side, pausing=False), store=outcomes)
     shown: dict[str, Any] = {}

@@ -113,7 +113,7 @@ async def test_a_restore_after_a_deferred_approval_hands_out_the_same_decision(
         results = []
         for state in states:
             store = durable.store(owner=f"server-{len(results) + 3}")
-            resumed, _ = await bank.runner(store).resume(state, [state.approve("c1")])
+            resumed = await bank.runner(store).resume(state, [state.approve("c1")])
             results.append(resumed[0].result)
     assert bank.sent == ["alice"]  # once
     assert results == ["sent 10 to alice", "sent 10 to alice"]

@@ -148,7 +148,8 @@ class SQLiteJournal(QueuedJournal):
         self._db = Database(location, busy_timeout=busy_timeout, synchronous=synchronous)
         try:
             self._db.script("creating the journal table", _SCHEMA)
-            self._db.run("upgrading the journal table", lambda c: transaction(c, _upgrade))
+            if not self._db.run("reading the journal table", _has_epoch):  # (no write lock)
+                self._db.run("upgrading the journal table", lambda c: transaction(c, _upgrade))
             self._writer = JournalWriter(
                 self._write,
                 where=f"the SQLite file {self._db.path!r}",
