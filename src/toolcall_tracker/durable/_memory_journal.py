@@ -10,6 +10,10 @@ with no writer thread: what the logs queue is written when any of them commits (
 deterministic. Each turn's records are numbered 1, 2, ... (like Redis's). Nothing is
 bounded: the queue only grows between commits.
 
+:meth:`InMemoryJournal.another` gives a second journal on the same turns with its own
+queue, as a second process opening the same database would have: a model of several
+processes (a writer that dies takes what it had not committed with it).
+
 Records are kept as JSON text and parsed at :meth:`InMemoryJournal.read`, so what comes
 back is exactly what a real journal would give (the output rule applied, fresh objects).
 """
@@ -44,6 +48,15 @@ class InMemoryJournal:
         self._turns: dict[str, list[tuple[str, str, int]]] = {}  # kind, JSON, epoch
         self._epochs: dict[str, int] = {}
         self._queue = LogQueue(self._write, where="the in-memory journal", limit=None, budget=None)
+
+    def another(self) -> InMemoryJournal:
+        """A journal on the same turns with a queue of its own: what another process
+        opening the same database has (what this one queued and did not commit is not
+        written by that one's commits, and is lost if this one is dropped)."""
+        other = InMemoryJournal()
+        other._turns = self._turns
+        other._epochs = self._epochs
+        return other
 
     def turns(self) -> list[str]:
         """The turn ids it holds, in the order they were created."""
