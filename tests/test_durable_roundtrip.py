@@ -272,12 +272,12 @@ def test_a_failure_is_journaled_with_f_and_any_other_error_with_e() -> None:
         def __init__(self) -> None:
             self.items: list[list[Any]] = []
 
-        def append_event(self, turn_id: str, item: list[Any]) -> None:
+        def append_event(self, item: list[Any]) -> None:
             self.items.append(item)
 
     sink = Appended()
     tracker = ToolCallTracker()
-    tracker.subscribe(_Recorder(sink, "t", tracker))  # type: ignore[arg-type]
+    tracker.subscribe(_Recorder(sink, tracker))  # type: ignore[arg-type]
     failure = ToolRaised(tool="t", exception="ValueError", message="boom")
     for call_id, error in (("a", failure), ("b", APP_ERROR), ("c", "text"), ("d", None)):
         tracker.write_start(call_id, "t")
