@@ -22,11 +22,24 @@ themselves) become tracker events:
   that input (JavaScript number rounding tolerated), else the JSON of the input; a
   text-input tool (``inputEncoding: "text"``) gets the JSON string of its input. A call
   with no input at all gets ``{}``.
-- A call becomes ready at the end of its step (``finish-step``; ``finish`` or ``error``
-  for a stream without steps), so that nothing the server may still hold or take back
-  looks ``running``: a ``tool-approval-request`` keeps it ``pending`` (undecided at the
-  turn's end it fails with :class:`AISDKApprovalPending`, never having run), and
-  ``reset-step`` fails the step's calls not yet ready with :class:`AISDKStepReset`.
+- A call becomes ready once its step stands, so that nothing the server may still hold
+  or take back looks ``running``. A step stands when ``finish-step`` ended it and then
+  the next ``start-step`` came, or the turn ended (``finish``, ``error``, ``abort``, the
+  stream's end); ``finish`` and ``error`` also make ready the calls of a stream without
+  steps. Not at ``finish-step`` itself: the SDK's ``reset-step`` drops every part since
+  the last ``start-step``, and an application that retries a step writes it after the
+  failed attempt's ``finish-step``; a text or data part after ``finish-step`` does not
+  protect the step either. The cost: one part's delay after ``finish-step`` (the SDK
+  writes ``start-step`` or ``finish`` right after it).
+- A ``tool-approval-request`` keeps a call ``pending`` (undecided at the turn's end it
+  fails with :class:`AISDKApprovalPending`, never having run).
+- ``reset-step`` fails every call of the retracted step (since the last ``start-step``)
+  that has no outcome yet with :class:`AISDKStepReset`, whatever its state; with the
+  default ``ready="step"`` none was ready, so none ran. A call the server already ran
+  (its output came) keeps its outcome. A retried call that reuses a retracted call's
+  ``toolCallId`` is a new call, tracked as ``<toolCallId>~<n>`` (``n``: the reset-steps
+  so far), since the tracker still holds the retracted one under its id; its parts are
+  still matched by ``toolCallId``.
 - ``tool-input-error``, ``tool-output-error`` and ``tool-output-denied`` fail the call
   with an :class:`AISDKToolError`; ``tool-output-available`` completes it with
   ``output`` (``preliminary`` outputs are skipped: only the final one counts). A server's
@@ -140,13 +153,20 @@ class AISDKAdapter(SinkAdapter):
     Args:
         limits: the limits to honour through ``feed`` / ``end`` (written into a machine
             or tracker, the adapter honours that machine's limits instead).
-        ready: when a call whose input is stated becomes ready. ``"step"`` (default): at
-            the end of its step, so that neither an approval request nor a
-            ``reset-step`` can come too late. ``"input"``: as soon as the stream moves on
-            past its ``tool-input-available`` (the SDK writes a call's approval request
-            right after it), a head start for the step's later calls; a ``reset-step``
-            then cannot stop a call a runner already started (it fails it, but the tool
-            may have run).
+        ready: when a call whose input is stated becomes ready. ``"step"`` (default):
+            once its step stands (the next ``start-step`` after its ``finish-step``, or
+            the turn's end), so that neither an approval request nor a ``reset-step``
+            can come too late: a retracted call never ran. ``"input"``: as soon as the
+            stream moves on past its ``tool-input-available`` (the SDK writes a call's
+            approval request right after it), a head start for the step's later calls,
+            at a risk: a ``reset-step`` may retract a call already made ready. The
+            adapter fails it with :class:`AISDKStepReset` (``was_ready=True``) all the
+            same, so a runner that has not started its tool never will (a gated tool
+            waits for the turn's ok end, so it never has); but a tool already started
+            has begun its side effects: the runner stops it (an async tool is
+            cancelled, a sync tool's thread runs on and its result is discarded), and
+            what it did is not undone. Use it for tools that are safe to run for a
+            retracted step (read-only ones).
     """
 
     def __init__(
@@ -386,10 +406,15 @@ class AISDKAdapter(SinkAdapter):
         server already ran (its output came) keeps its outcome."""
         self._resets += 1
         retracted = self._retracted
+        held = self._held
         for record in self._step:
-            if record.finished:
-                continue
-            ready = not record.open and self._held.get(record.key) is None
+            waiting = held.get(record.key)
+            if waiting is not None and waiting.record is not record:
+                waiting = None
+            if record.finished and waiting is None:
+                continue  # (an output for a call still held did not end it: the sink
+                # ignores a result for a call not ready)
+            ready = not record.open and waiting is None
             self._release(record)
             self._calls.finish(record, step_reset(record, ready=ready))
             retracted[record.key] = None  # a retried call may reuse its toolCallId
