@@ -178,6 +178,8 @@ def test_a_call_is_ready_only_at_the_end_of_its_step() -> None:
         adapter.write(part, machine)
     assert machine.status("c1") == Status.PENDING  # an approval request may still come
     adapter.write({"type": "finish-step"}, machine)
+    assert machine.status("c1") == Status.PENDING  # a reset-step may still retract it
+    adapter.write({"type": "start-step"}, machine)  # the next step: this one stands
     assert machine.status("c1") == Status.RUNNING
 
 

@@ -1,6 +1,9 @@
 """AISDKAdapter's holding rules as a property: whatever the parts, a call that awaits
-approval, or whose step was retracted, never looks ``running`` to a runner; and a call
-the adapter makes ready always carries the input its ``tool-input-available`` stated. (An
+approval, or whose step was retracted, never looks ``running`` to a runner (with the
+default ``ready="step"``, no call of the current step does: a ``reset-step`` may retract
+it until the next ``start-step``), and a retracted call fails with ``AISDKStepReset``
+whatever its state; and a call the adapter makes ready always carries the input its
+``tool-input-available`` stated. (An
 approval request for a call already ready, or for no call, is ignored and logged: the
 SDK writes it in the call's step, before ``finish-step``.)
 
@@ -20,6 +23,7 @@ from hypothesis import strategies as st
 
 from toolcall_tracker import Status, tool_call_streaming_state_machine
 from toolcall_tracker.adapters import AISDKAdapter
+from toolcall_tracker.adapters.ai_sdk import AISDKStepReset
 
 IDS = st.sampled_from(["c1", "c2", "c3"])
 INPUTS = st.one_of(
@@ -67,15 +71,15 @@ def test_nothing_held_back_ever_looks_running(ready: Any, parts: list[dict[str, 
     machine = tool_call_streaming_state_machine()
     adapter = AISDKAdapter(ready=ready)
     asked: set[str] = set()  # approval requested, no server outcome yet
-    retracted: set[str] = set()  # in a step that was reset before it was ready
+    retracted: set[str] = set()  # in a step that was reset (since its start-step)
     step: list[str] = []
     stated: dict[str, Any] = {}
     for part in parts:
         before = {call.id: call.status for call in machine.list()}
         adapter.write(part, machine)
         kind, call_id = part["type"], part.get("toolCallId")
-        if kind == "start-step":
-            step = []
+        if kind in ("start-step", "finish", "error", "abort"):
+            step = []  # the step stands (the next one starts, or the turn ends)
         elif kind == "tool-input-start" and call_id not in before:
             step.append(call_id)
         elif kind == "tool-input-available" and call_id not in stated:
@@ -85,7 +89,12 @@ def test_nothing_held_back_ever_looks_running(ready: Any, parts: list[dict[str, 
         elif kind == "tool-approval-request" and before.get(call_id) == Status.PENDING:
             asked.add(call_id)  # (one for a call already ready, or none, is ignored)
         elif kind == "reset-step":
-            retracted.update(c for c in step if before.get(c) == Status.PENDING)
+            now = {c for c in step if before.get(c) in (Status.PENDING, Status.RUNNING)}
+            for c in now:  # failed whatever its state, ready (ready="input") included
+                call = machine.get(c)
+                assert call is not None
+                assert isinstance(call.error, AISDKStepReset)
+            retracted.update(now)
             step = []
         elif kind.startswith("tool-output-"):
             asked.discard(call_id)  # the server decided: its outcome counts
@@ -93,6 +102,8 @@ def test_nothing_held_back_ever_looks_running(ready: Any, parts: list[dict[str, 
             if call.status is Status.RUNNING:
                 assert call.id not in asked, "a call awaiting approval looks running"
                 assert call.id not in retracted, "a retracted call looks running"
+                if ready == "step":
+                    assert call.id not in step, "a call of a step not yet standing runs"
                 given = stated.get(call.id)
                 if isinstance(given, dict) and given:
                     # made ready by the adapter: exactly the stated input

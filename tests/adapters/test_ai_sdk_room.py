@@ -70,6 +70,7 @@ def _run(
         machine,
     )
     adapter.write(shape({"type": "finish-step"}), machine)
+    adapter.write(shape({"type": "start-step"}), machine)  # the step stands: ready now
     return [event.model_dump() for event in fed], seen, machine.get("c")
 
 

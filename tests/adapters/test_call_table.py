@@ -467,8 +467,9 @@ def test_records_are_bounded_by_max_calls(provider: str) -> None:
     for index in range(200):
         adapter.write(wire["start"](index, f"c{index}", "f"), machine)
         adapter.write(wire["close"](index), machine)
-        if provider == "ai_sdk":  # its calls are made ready at the end of their step
+        if provider == "ai_sdk":  # its calls are made ready once their step stands
             adapter.write({"type": "finish-step"}, machine)
+            adapter.write({"type": "start-step"}, machine)
         if index % 2:
             for call in machine.list():
                 machine.write_result(call.id, "ok")

@@ -18,6 +18,7 @@ __all__ = [
     "AISDKToolError",
     "approval_pending",
     "malformed",
+    "step_reset",
     "tool_error",
 ]
 
@@ -53,10 +54,18 @@ class AISDKApprovalPending(CallFailure):
 
 
 class AISDKStepReset(CallFailure):
-    """The server retracted the call's step (``reset-step``) before the call was made
-    ready: the call never ran."""
+    """The server retracted the call's step (``reset-step``): the call must not run (the
+    SDK's own UI drops it), and the reader failed it whatever state it was in.
+
+    ``was_ready``: the call had been made ready before the retraction, which only
+    ``AISDKAdapter(ready="input")`` does: a runner that had not started its tool never
+    does; one that had started it stops it (an async tool is cancelled; a sync tool's
+    thread runs on and its result is discarded), but what the tool did is done. ``False``
+    (always, with the default ``ready="step"``): the call was never ready and never ran.
+    """
 
     kind: Literal["ai_sdk_step_reset"] = "ai_sdk_step_reset"
+    was_ready: bool = False
 
 
 class AISDKMalformedPart(CallFailure):
@@ -72,6 +81,17 @@ def approval_pending(record: Record, approval_id: str) -> AISDKApprovalPending:
         "when the turn ends; it never ran. The decision goes back to the server, whose next "
         "response runs or denies it",
         approval_id=approval_id,
+    )
+
+
+def step_reset(record: Record, *, ready: bool) -> AISDKStepReset:
+    if ready:
+        why = "the server retracted its step (reset-step) after it was made ready; a tool "
+        why += "already started is stopped, but what it did is done"
+    else:
+        why = "the server retracted its step (reset-step); it never ran"
+    return AISDKStepReset(
+        message=f"call {record.call_id!r} ({record.name}): {why}", was_ready=ready
     )
 
 

@@ -20,9 +20,9 @@ streamed text (a :class:`Held`) and writes the text of the call only at
   JSON string of the stated input (of the streamed text when no input is stated), so that
   ``ready`` parses exactly one JSON value.
 
-A held call is made ``ready`` only at the end of its step (``finish-step``, or ``finish``
-for a stream without steps), and never while it waits for approval: see the adapter's
-docstring for the whole mapping.
+A held call is made ``ready`` only once its step stands (the next ``start-step`` after its
+``finish-step``, or the turn's end: a ``reset-step`` may follow ``finish-step``), and never
+while it waits for approval: see the adapter's docstring for the whole mapping.
 """
 
 from __future__ import annotations

@@ -22,11 +22,24 @@ themselves) become tracker events:
   that input (JavaScript number rounding tolerated), else the JSON of the input; a
   text-input tool (``inputEncoding: "text"``) gets the JSON string of its input. A call
   with no input at all gets ``{}``.
-- A call becomes ready at the end of its step (``finish-step``; ``finish`` or ``error``
-  for a stream without steps), so that nothing the server may still hold or take back
-  looks ``running``: a ``tool-approval-request`` keeps it ``pending`` (undecided at the
-  turn's end it fails with :class:`AISDKApprovalPending`, never having run), and
-  ``reset-step`` fails the step's calls not yet ready with :class:`AISDKStepReset`.
+- A call becomes ready once its step stands, so that nothing the server may still hold
+  or take back looks ``running``. A step stands when ``finish-step`` ended it and then
+  the next ``start-step`` came, or the turn ended (``finish``, ``error``, ``abort``, the
+  stream's end); ``finish`` and ``error`` also make ready the calls of a stream without
+  steps. Not at ``finish-step`` itself: the SDK's ``reset-step`` drops every part since
+  the last ``start-step``, and an application that retries a step writes it after the
+  failed attempt's ``finish-step``; a text or data part after ``finish-step`` does not
+  protect the step either. The cost: one part's delay after ``finish-step`` (the SDK
+  writes ``start-step`` or ``finish`` right after it).
+- A ``tool-approval-request`` keeps a call ``pending`` (undecided at the turn's end it
+  fails with :class:`AISDKApprovalPending`, never having run).
+- ``reset-step`` fails every call of the retracted step (since the last ``start-step``)
+  that has no outcome yet with :class:`AISDKStepReset`, whatever its state; with the
+  default ``ready="step"`` none was ready, so none ran. A call the server already ran
+  (its output came) keeps its outcome. A retried call that reuses a retracted call's
+  ``toolCallId`` is a new call, tracked as ``<toolCallId>~<n>`` (``n``: the reset-steps
+  so far), since the tracker still holds the retracted one under its id; its parts are
+  still matched by ``toolCallId``.
 - ``tool-input-error``, ``tool-output-error`` and ``tool-output-denied`` fail the call
   with an :class:`AISDKToolError`; ``tool-output-available`` completes it with
   ``output`` (``preliminary`` outputs are skipped: only the final one counts). A server's
@@ -93,10 +106,11 @@ from ._ai_sdk_errors import (
     AISDKToolError,
     approval_pending,
     malformed,
+    step_reset,
     tool_error,
 )
 from ._ai_sdk_ids import AISDKStreamIds
-from ._ai_sdk_input import Held, forget, resize, settle
+from ._ai_sdk_input import MISSING, Held, forget, resize, settle
 from ._ai_sdk_listener import AISDKListener
 from ._ai_sdk_parts import _decode_text
 from ._base import SinkAdapter
@@ -139,13 +153,20 @@ class AISDKAdapter(SinkAdapter):
     Args:
         limits: the limits to honour through ``feed`` / ``end`` (written into a machine
             or tracker, the adapter honours that machine's limits instead).
-        ready: when a call whose input is stated becomes ready. ``"step"`` (default): at
-            the end of its step, so that neither an approval request nor a
-            ``reset-step`` can come too late. ``"input"``: as soon as the stream moves on
-            past its ``tool-input-available`` (the SDK writes a call's approval request
-            right after it), a head start for the step's later calls; a ``reset-step``
-            then cannot stop a call a runner already started (it fails it, but the tool
-            may have run).
+        ready: when a call whose input is stated becomes ready. ``"step"`` (default):
+            once its step stands (the next ``start-step`` after its ``finish-step``, or
+            the turn's end), so that neither an approval request nor a ``reset-step``
+            can come too late: a retracted call never ran. ``"input"``: as soon as the
+            stream moves on past its ``tool-input-available`` (the SDK writes a call's
+            approval request right after it), a head start for the step's later calls,
+            at a risk: a ``reset-step`` may retract a call already made ready. The
+            adapter fails it with :class:`AISDKStepReset` (``was_ready=True``) all the
+            same, so a runner that has not started its tool never will (a gated tool
+            waits for the turn's ok end, so it never has); but a tool already started
+            has begun its side effects: the runner stops it (an async tool is
+            cancelled, a sync tool's thread runs on and its result is discarded), and
+            what it did is not undone. Use it for tools that are safe to run for a
+            retracted step (read-only ones).
     """
 
     def __init__(
@@ -157,7 +178,10 @@ class AISDKAdapter(SinkAdapter):
         self._table = self._calls = CallTable(RULES["ai_sdk"], malformed, self._sink)
         self._held: dict[str, Held] = {}
         self._streams: dict[str, Held] = {}  # the held calls whose input is not stated yet
-        self._step: list[Record] = []
+        self._step: list[Record] = []  # the calls since the last start-step (or reset-step)
+        self._standing: list[Record] = []  # those finish-step ended: ready once it stands
+        self._retracted: dict[str, None] = {}  # toolCallIds a reset-step failed (oldest first)
+        self._resets = 0
         self._eager = ready == "input"
         self._due: Record | None = None  # with ready="input": ready at the next part
 
@@ -200,10 +224,10 @@ class AISDKAdapter(SinkAdapter):
                     return
                 due = self._due
                 if due is not None and not (
-                    kind == "tool-approval-request" and _get(item, "toolCallId") == due.call_id
+                    kind == "tool-approval-request" and _get(item, "toolCallId") == due.key
                 ):
                     self._due = None  # reset-step and abort take it back instead
-                    waiting = self._held.get(due.call_id)
+                    waiting = self._held.get(due.key)
                     if waiting is not None and waiting.due() and kind not in _TAKE_BACK:
                         self._ready(due)
                 handler = self._HANDLERS.get(kind)
@@ -215,15 +239,18 @@ class AISDKAdapter(SinkAdapter):
             )
 
     def _finish_stream(self) -> None:
-        """The end of the stream: ``End(ok=False)`` unless a finish/error/abort part came."""
+        """The end of the stream: ``End(ok=False)`` unless a finish/error/abort part came.
+        A step that ``finish-step`` ended stands (no ``reset-step`` can come now): its calls
+        are made ready first, as they were at its end."""
         if not self._calls.ended:
+            self._stand()
             self._end(False, "stream ended without a finish part")
 
     # -- handlers ---------------------------------------------------------------------
 
     def _on_delta(self, item: Any) -> None:
         record = self._open(item)
-        held = None if record is None else self._streams.get(record.call_id)
+        held = None if record is None else self._streams.get(record.key)
         if record is None or held is None:
             return  # no call there: ignored (parts always start a call first)
         text = _get(item, "inputTextDelta")
@@ -235,9 +262,9 @@ class AISDKAdapter(SinkAdapter):
     def _outgrown(self, held: Held) -> None:
         """A held call outgrew ``max_args_chars``: written, the sink fails it (too large)."""
         record = held.record
-        del self._held[record.call_id]
-        del self._streams[record.call_id]
-        if record.open and self._calls.records.get(record.call_id) is record:
+        del self._held[record.key]
+        del self._streams[record.key]
+        if record.open and self._calls.records.get(record.key) is record:
             self._calls.append(record, held.text(), "tool-input-delta")
 
     def _record(self, item: Any, part_type: str) -> Record | None:
@@ -248,20 +275,34 @@ class AISDKAdapter(SinkAdapter):
             return None
         calls = self._calls
         record = calls.records.get(call_id)
-        if record is None:
-            record = calls.start(call_id, call_id, _get(item, "toolName"), part_type)
+        if record is None or call_id in self._retracted:
+            tracker_id = call_id
+            if self._retracted.pop(call_id, MISSING) is not MISSING:
+                tracker_id = self._retry_id(call_id)  # the tracker holds the retracted one
+            record = calls.start(call_id, tracker_id, _get(item, "toolName"), part_type)
             if record is not None and calls.records.get(call_id) is record:
                 self._hold(record, _get(item, "inputEncoding") == "text")
         return record
+
+    def _retry_id(self, call_id: str) -> str:
+        """The tracker id of a retried call that reuses the ``toolCallId`` of a call a
+        ``reset-step`` retracted: ``<toolCallId>~<n>``, ``n`` the reset-steps so far
+        (``~`` appended while the table holds it)."""
+        tracker_id = f"{call_id}~{self._resets}"
+        while tracker_id in self._calls.records:
+            tracker_id += "~"
+        return tracker_id
 
     def _hold(self, record: Record, text_input: bool) -> None:
         """Hold a new call; the held calls are as many as the table's records at most."""
         held = self._held
         if len(held) >= self._limits.max_calls:
             forget(held, self._streams, self._calls.records)
-            self._step = [r for r in self._step if r.call_id in held]
+            records = self._calls.records
+            self._step = [r for r in self._step if records.get(r.key) is r]
+            self._standing = [r for r in self._standing if r.key in held]
         new = Held(record, text_input, self._limits.max_args_chars)
-        held[record.call_id] = self._streams[record.call_id] = new
+        held[record.key] = self._streams[record.key] = new
         self._step.append(record)
 
     def _limits_changed(self) -> None:
@@ -279,16 +320,18 @@ class AISDKAdapter(SinkAdapter):
         plain = type(item) is dict  # the commonest: a plain dict, for a call already started
         call_id = item.get("toolCallId") if plain else None
         record = self._calls.records.get(call_id) if type(call_id) is str else None
-        if record is None:  # (or a call stated whole: it starts here)
+        if record is None or (self._retracted and call_id in self._retracted):
+            # (a call stated whole starts here; so does a retried call that reuses the id
+            # of a call a reset-step retracted)
             record = self._record(item, "tool-input-available")
-        held = None if record is None else self._streams.get(record.call_id)
+        held = None if record is None else self._streams.get(record.key)
         if record is None or held is None or not record.open:
             return
         text, parsed, given = settle(held, item)
         if text is None:
             self._fail(record, f"the call's input cannot be written as JSON: {_short(given)}")
             return
-        del self._streams[record.call_id]
+        del self._streams[record.key]
         record.empty = False  # the table writes no {} for it
         self._calls.append_parsed(record, text, parsed, "tool-input-available")  # parsed once
         if self._eager:
@@ -296,7 +339,7 @@ class AISDKAdapter(SinkAdapter):
 
     def _on_approval(self, item: Any) -> None:
         record = self._open(item)
-        held = None if record is None else self._held.get(record.call_id)
+        held = None if record is None else self._held.get(record.key)
         if held is not None:
             approval_id = _get(item, "approvalId")
             held.approval_id = approval_id if isinstance(approval_id, str) else ""
@@ -329,7 +372,7 @@ class AISDKAdapter(SinkAdapter):
                 if ran:
                     self._ready(record)
                 record.finished = True
-            calls.result(call_id, _get(item, "output"))
+            calls.result(call_id if record is None else record.call_id, _get(item, "output"))
         elif record is not None:  # tool-output-error, tool-output-denied
             if ran and kind == "tool-output-error":
                 self._ready(record)
@@ -340,25 +383,44 @@ class AISDKAdapter(SinkAdapter):
             calls.error(call_id, tool_error(item, kind))
 
     def _on_start_step(self, item: Any) -> None:
+        self._stand()  # a new step: the one before it can no longer be reset
         self._step = []
 
     def _on_finish_step(self, item: Any) -> None:
-        for record in self._step:
-            held = self._held.get(record.call_id)
-            if held is not None and held.due():
+        # not ready yet: a reset-step may still retract the step (see the class docstring)
+        self._standing = list(self._step)
+
+    def _stand(self) -> None:
+        """The step ``finish-step`` ended stands: its calls due become ready."""
+        held = self._held
+        for record in self._standing:
+            waiting = held.get(record.key)
+            if waiting is not None and waiting.record is record and waiting.due():
                 self._ready(record)
-        self._step = []
+        self._standing = []
 
     def _on_reset_step(self, item: Any) -> None:
+        """Every call of the retracted step (since the last ``start-step``) that has no
+        outcome yet fails with :class:`AISDKStepReset`, whatever its state: held,
+        ``pending`` with its input written, or ``ready`` (``ready="input"``). A call the
+        server already ran (its output came) keeps its outcome."""
+        self._resets += 1
+        retracted = self._retracted
+        held = self._held
         for record in self._step:
-            if self._held.get(record.call_id) is not None:
-                why = "the server retracted its step (reset-step); it never ran"
-                self._fail(
-                    record,
-                    why,
-                    AISDKStepReset(message=f"call {record.call_id!r} ({record.name}): {why}"),
-                )
-        self._step = []
+            waiting = held.get(record.key)
+            if waiting is not None and waiting.record is not record:
+                waiting = None
+            if record.finished and waiting is None:
+                continue  # (an output for a call still held did not end it: the sink
+                # ignores a result for a call not ready)
+            ready = not record.open and waiting is None
+            self._release(record)
+            self._calls.finish(record, step_reset(record, ready=ready))
+            retracted[record.key] = None  # a retried call may reuse its toolCallId
+        while len(retracted) > self._limits.max_calls + self._limits.remember_forgotten:
+            del retracted[next(iter(retracted))]
+        self._step = self._standing = []
 
     def _on_finish(self, item: Any) -> None:
         for call_id, held in list(self._held.items()):
@@ -380,21 +442,22 @@ class AISDKAdapter(SinkAdapter):
         self._end(False, text if isinstance(text, str) and text else "error", ready=True)
 
     def _on_abort(self, item: Any) -> None:
+        self._stand()  # a step that finish-step ended stands: no reset-step can come now
         self._end(False, "abort")
 
     # -- writing ----------------------------------------------------------------------
 
     def _release(self, record: Record) -> None:
         """Stop holding a call, its streamed text written if it never was (errors show it)."""
-        held = self._held.pop(record.call_id, None)
-        self._streams.pop(record.call_id, None)
+        held = self._held.pop(record.key, None)
+        self._streams.pop(record.key, None)
         if held is not None and not held.available and held.parts and record.open:
             self._calls.append(record, held.text(), "tool-input-delta")
 
     def _ready(self, record: Record) -> None:
         """Make a held call ready (its text written first, if it never was)."""
         self._release(record)
-        self._calls.close(record.call_id, "tool-output-available")
+        self._calls.ready(record, "tool-output-available")
 
     def _fail(self, record: Record, why: str, error: CallFailure | None = None) -> None:
         self._release(record)
@@ -416,7 +479,8 @@ class AISDKAdapter(SinkAdapter):
                 self._release(record)
         self._held.clear()
         self._streams.clear()
-        self._step = []
+        self._retracted.clear()
+        self._step = self._standing = []
         self._calls.end(ok, reason)
 
     _HANDLERS: Final[dict[str, _Handler]] = {
