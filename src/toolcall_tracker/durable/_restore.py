@@ -16,8 +16,19 @@ the version, and data that is not what its kind needs raises :class:`DurableErro
 naming the record's position and kind. Nothing is skipped: an old process must not read
 past a record (a ``fence``, say) as if it were not there.
 
-:func:`resume_turn` then finishes the turn through a :class:`DurableTurn` (so what happens
-now is journaled as well):
+:func:`resume_turn` first takes the turn over: its epoch raised in the journal
+(:meth:`Journal.take_over`, a ``fence`` record) and in the outcome store
+(``store.fence``), and only then reads it, so a writer still alive somewhere (frozen past
+its lease) is fenced off before anything is decided: its later appends and claims are
+refused, and nothing it does changes what the restore reports. Then it finishes the turn
+through a :class:`DurableTurn` under the new epoch (so what happens now is journaled as
+well):
+
+- the calls the turn handed to a client for approval (its ``run_end``'s signed state)
+  are decided only through that state: one that a resume (on any server) finished ends
+  with its recorded outcome; the others stay awaiting under the very same state (its
+  nonce, expiry and turn id: ``ToolRunner.run(continues=...)``), which needs a deferring
+  control (else ``ValueError``, before anything runs);
 
 - a turn whose stream never reached its ``end`` was cut by the crash: it ends now,
   ``End(ok=False, reason="interrupted")``, so its gated tools end ``not_executed``;
