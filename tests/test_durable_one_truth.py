@@ -167,6 +167,7 @@ async def test_a_writer_that_lost_its_turn_is_fenced(durable: Any, anyio_backend
 
         async def stream() -> None:
             start(tracker, "b1", "book", {"title": "standup"})
+            await journal.commit()  # its writer thread wrote b1 (as it soon would)
             stalled.set()
             await wake.wait()  # frozen (a GC pause, a stopped container)
             start(tracker, "b2", "book", {"title": "retro"})

@@ -112,10 +112,11 @@ async def test_an_expired_lease_without_outcome_is_in_doubt_and_never_rerun(
 ) -> None:
     with anyio.fail_after(DEADLINE):
         dead = durable.store(owner="dead", lease=0.2)
-        assert (await dead.claim("turn:c1", expires_at=LATER)).won
+        key = StoreGuard(dead, "turn", LATER).key(a_call())  # the call's key in its turn
+        assert (await dead.claim(key, expires_at=LATER)).won
         dead.close()  # the process "died": nobody renews its lease
         with durable.store(owner="b", lease=5.0, poll=0.02) as b:
-            claim = await b.claim("turn:c1", expires_at=LATER)
+            claim = await b.claim(key, expires_at=LATER)
             assert not claim.won
             assert claim.outcome is None
             assert claim.lease_expired()
@@ -131,13 +132,15 @@ async def test_an_idempotent_tool_takes_over_an_expired_lease(
 ) -> None:
     with anyio.fail_after(DEADLINE):
         dead = durable.store(owner="dead", lease=0.2)
-        assert (await dead.claim("turn:c1", expires_at=LATER)).won
+        key = StoreGuard(dead, "turn", LATER).key(a_call(name="lookup"))
+        assert (await dead.claim(key, expires_at=LATER)).won
         dead.close()
         with durable.store(owner="b", lease=5.0, poll=0.02) as b:
             guard = StoreGuard(b, "turn", LATER, frozenset({"lookup"}))
             assert await guard.claim(a_call(name="lookup")) is None  # won: it runs again
+            assert guard.attempt(a_call(name="lookup")) == 2
         with durable.store(owner="c", wait=0) as c:
-            claim = await c.claim("turn:c1", expires_at=LATER)  # now held by b, live
+            claim = await c.claim(key, expires_at=LATER)  # now held by b, live
             assert claim.owner == "b"
             assert not claim.won
             assert not claim.lease_expired()
