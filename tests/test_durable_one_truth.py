@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import anyio
@@ -23,7 +24,8 @@ import pytest
 from conftest import DEADLINE
 from toolcall_tracker import RunControl, Status, ToolCallTracker, ToolRunner, tool
 from toolcall_tracker.durable import DurableTurn, TurnExists, TurnSuperseded, resume_turn
-from toolcall_tracker.failures import NotExecuted
+from toolcall_tracker.errors import ApprovalRefused
+from toolcall_tracker.failures import ApprovalDenied, NotExecuted
 from toolcall_tracker.feedback import openai_chat_messages
 from toolcall_tracker.runner import PendingApprovals
 
@@ -54,8 +56,8 @@ class Bank:
 
         self.tools = [tool(transfer, eager=True, needs_approval=True), tool(book)]
 
-    def runner(self, store: Any) -> ToolRunner:
-        return ToolRunner(self.tools, approval_secret=SECRET, outcome_store=store)
+    def runner(self, store: Any, **options: Any) -> ToolRunner:
+        return ToolRunner(self.tools, approval_secret=SECRET, outcome_store=store, **options)
 
 
 def superseded(exc: BaseException | None) -> bool:
@@ -71,7 +73,7 @@ def start(tracker: ToolCallTracker, call_id: str, name: str, args: dict[str, Any
     tracker.write_ready(call_id)
 
 
-async def first_request(durable: Any, bank: Bank, turn_id: str) -> PendingApprovals:
+async def first_request(durable: Any, bank: Bank, turn_id: str, **options: Any) -> PendingApprovals:
     """Request 1: the transfer awaits approval; its signed state goes to the client; then
     the process dies (nothing of it is used again)."""
     journal, store = durable.journal(), durable.store(owner="server-1")
@@ -80,7 +82,7 @@ async def first_request(durable: Any, bank: Bank, turn_id: str) -> PendingApprov
     async with DurableTurn(journal, turn_id, tracker, store=store) as turn:
         start(tracker, "c1", "transfer", {"to": "alice", "amount": 10})
         tracker.write_end(True, "tool_calls")
-        await turn.run(bank.runner(store), control=control)
+        await turn.run(bank.runner(store, **options), control=control)
     assert control.pending is not None
     return control.pending
 
@@ -150,6 +152,26 @@ async def test_an_approval_answered_before_the_restore_is_its_outcome(
     assert calls[0].status is Status.DONE
     assert calls[0].result == "sent 10 to alice"
     assert control.pending is None  # nothing is left to decide
+
+
+async def test_a_restore_after_the_handed_out_state_expired_ends_its_calls_denied(
+    durable: Any, anyio_backend: str
+) -> None:
+    bank = Bank()
+    with anyio.fail_after(DEADLINE):
+        held = await first_request(durable, bank, "turn-1", approval_ttl=timedelta(milliseconds=1))
+        assert held.expires_at <= datetime.now(timezone.utc)  # expired already
+        store2 = durable.store(owner="server-2")
+        control = RunControl()  # nothing awaits any more: any control will do
+        calls = await resume_turn(
+            durable.journal(), "turn-1", bank.runner(store2), store=store2, control=control
+        )
+        with pytest.raises(ApprovalRefused, match="expired"):
+            await bank.runner(durable.store(owner="server-3")).resume(held, [held.approve("c1")])
+    assert bank.sent == []
+    assert isinstance(calls[0].error, ApprovalDenied)
+    assert calls[0].error.reason == "expired"
+    assert control.pending is None
 
 
 async def test_a_writer_that_lost_its_turn_is_fenced(durable: Any, anyio_backend: str) -> None:

@@ -52,14 +52,16 @@ import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Final, NamedTuple
 
 from ..calls import Status, ToolCall
 from ..errors import CallFailure, InvalidEvent
+from ..failures import ApprovalDenied
 from ..limits import Limits
 from ..runner import (
     CallOutcome,
+    GuardOutcome,
     OutcomeStore,
     PendingApprovals,
     RunControl,
@@ -160,11 +162,7 @@ async def restore(journal: Journal, turn_id: str) -> RestoredTurn:
     for call_id, outcome in outcomes.items():
         claimed.discard(call_id)
         if tracker.status(call_id) is Status.RUNNING:
-            failure = outcome.call_failure()
-            if failure is not None:
-                tracker.write_error(call_id, failure)
-            else:
-                tracker.write_result(call_id, outcome.result)
+            _finish(tracker, call_id, outcome.result, outcome.call_failure())
     return RestoredTurn(
         turn_id,
         tracker,
@@ -232,10 +230,8 @@ async def resume_turn(
     tracker = restored.tracker
     handed = restored.handed_out
     if handed is not None:
-        await _settled_elsewhere(tracker, handed, store)
-        if not any(tracker.status(call.call_id) is Status.RUNNING for call in handed.calls):
-            handed = None
-        elif control is None or not control.defer_approvals:
+        handed = await _settle_handed_out(tracker, handed, store)
+        if handed is not None and (control is None or not control.defer_approvals):
             raise ValueError(
                 f"turn {turn_id!r} handed calls {handed.ids!r} to a client for approval "
                 "(a signed state): they are decided only through that state, so resume the "
@@ -254,25 +250,52 @@ async def resume_turn(
         return await turn.run(runner, control=control, continues=handed)
 
 
-async def _settled_elsewhere(
+async def _settle_handed_out(
     tracker: ToolCallTracker, handed: PendingApprovals, store: OutcomeStore
-) -> None:
-    """End each handed-out call that a resume of its signed state (on any server) has
-    finished, with the outcome that resume recorded (a call a resume holds without an
-    outcome yet stays awaiting: approving it again claims the same key, and waits)."""
+) -> PendingApprovals | None:
+    """Settle what can be settled of the calls the turn handed to a client; the state to
+    continue under (``None``: nothing of it awaits a decision any more).
+
+    A call that a resume of the state (on any server) finished ends with the outcome that
+    resume recorded; one a resume holds without an outcome yet stays awaiting (approving
+    it again claims the same key, and waits). Once the state has expired nobody can
+    resume it: each call still awaiting is claimed under its key and ends denied
+    (``approval_denied``, reason ``expired``), or with what a resume that claimed it first
+    recorded (``in_doubt`` if it recorded nothing)."""
+    expired = handed.expires_at <= datetime.now(timezone.utc)
     guard = StoreGuard.of_state(store, handed)
+    awaiting = False
     for pending in handed.calls:
         call = tracker.get(pending.call_id)
         if call is None or call.status is not Status.RUNNING:
             continue
+        if expired:
+            got = await guard.claim(call)
+            if got is None:  # nobody decided it: it never ran, and now never will
+                failure = ApprovalDenied(
+                    message=f"tool {call.name!r} was not run: its approval was not given "
+                    f"before the signed state expired ({handed.expires_at.isoformat()})",
+                    tool=call.name,
+                    reason="expired",
+                )
+                await guard.record(call, None, failure)
+                got = GuardOutcome(failure=failure)
+            _finish(tracker, call.id, got.result, got.failure)
+            continue
         outcome = await store.get(guard.key(call))
         if outcome is None:
-            continue
-        failure = outcome.call_failure()
-        if failure is not None:
-            tracker.write_error(call.id, failure)
+            awaiting = True
         else:
-            tracker.write_result(call.id, outcome.result)
+            _finish(tracker, call.id, outcome.result, outcome.call_failure())
+    return handed if awaiting else None
+
+
+def _finish(tracker: ToolCallTracker, call_id: str, result: Any, failure: Any) -> None:
+    """End the running call ``call_id`` with ``failure``, or else with ``result``."""
+    if failure is not None:
+        tracker.write_error(call_id, failure)
+    else:
+        tracker.write_result(call_id, result)
 
 
 def apply_events(
