@@ -296,3 +296,25 @@ async def test_ready_input_an_eager_tool_already_started_is_stopped(
     assert isinstance(first.error, AISDKStepReset)
     assert first.error.was_ready
     assert calls[_tracker_id(retry_id)].result == 2
+
+
+@pytest.mark.parametrize("then", ["start-step", "abort"])
+def test_a_retried_step_not_finished_is_not_made_ready_by_the_next_part(then: str) -> None:
+    """After a ``reset-step``, the retried attempt's calls stand no sooner than any other
+    step's: a ``start-step`` (or an ``abort``) with no ``finish-step`` between does not
+    make them ready (the step and its standing list were once one list after a reset)."""
+    parts = [
+        _step("start-step"),
+        *_call("c0", 0),
+        _step("reset-step"),
+        *_call("c1", 1),
+        _step(then),
+    ]
+    machine, adapter = tool_call_streaming_state_machine(), AISDKAdapter()
+    seen: set[Status] = set()
+    for part in parts:
+        adapter.write(part, machine)
+        call = machine.get("c1")
+        if call is not None:
+            seen.add(call.status)
+    assert Status.RUNNING not in seen

@@ -420,7 +420,7 @@ class AISDKAdapter(SinkAdapter):
             retracted[record.key] = None  # a retried call may reuse its toolCallId
         while len(retracted) > self._limits.max_calls + self._limits.remember_forgotten:
             del retracted[next(iter(retracted))]
-        self._step = self._standing = []
+        self._step, self._standing = [], []  # two lists (one alias would ready a step early)
 
     def _on_finish(self, item: Any) -> None:
         for call_id, held in list(self._held.items()):
@@ -480,7 +480,7 @@ class AISDKAdapter(SinkAdapter):
         self._held.clear()
         self._streams.clear()
         self._retracted.clear()
-        self._step = self._standing = []
+        self._step, self._standing = [], []  # two lists (one alias would ready a step early)
         self._calls.end(ok, reason)
 
     _HANDLERS: Final[dict[str, _Handler]] = {
