@@ -399,3 +399,19 @@ async def test_a_limits_record_without_keep_finished_restores_keeping_every_call
     assert restored.tracker.keep_finished is None
     assert restored.tracker.limits.max_calls == 3
     assert [c.id for c in restored.tracker.list()] == ["c1"]
+
+
+async def test_a_turn_id_sqlite_cannot_bind_fails_alone_and_leaves_the_file_usable(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    """A lone surrogate in a turn id cannot be written to SQLite: that create fails with
+    DurableError, and the connection does not keep the file's write lock."""
+    head: dict[str, Any] = {"limits": {}, "keep_finished": None}
+    with anyio.fail_after(DEADLINE):
+        async with SQLiteJournal(tmp_path / "j.db") as journal:
+            with pytest.raises(DurableError, match="creating"):
+                await journal.create("t\ud800", head)
+            log = await journal.create("ok-turn", head)
+            async with SQLiteJournal(tmp_path / "j.db") as other:  # another process
+                assert (await other.create("other", head)).epoch == 1
+        assert log.epoch == 1

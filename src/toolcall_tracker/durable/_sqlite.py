@@ -91,15 +91,20 @@ class Database:
             conn = self._conn
             try:
                 return fn(conn)
-            except sqlite3.Error as exc:
+            except BaseException as exc:
+                # Whatever stopped ``fn`` (an SQLite error, a value sqlite3 cannot bind:
+                # a lone surrogate in a turn id), the open transaction is rolled back, so
+                # the connection never keeps the file's write lock.
                 try:
                     if conn.in_transaction:
                         conn.rollback()
                 except sqlite3.Error:  # pragma: no cover (the connection is gone)
                     pass
-                raise DurableError(
-                    f"{what} failed on the SQLite file {self.path!r}: {exc}"
-                ) from exc
+                if isinstance(exc, (sqlite3.Error, UnicodeError)):
+                    raise DurableError(
+                        f"{what} failed on the SQLite file {self.path!r}: {exc}"
+                    ) from exc
+                raise
 
     async def call(self, what: str, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         """:meth:`run` on a worker thread (the event loop never waits for SQLite)."""
