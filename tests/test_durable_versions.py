@@ -204,6 +204,42 @@ def test_replay_of_a_record_that_is_not_json_is_one_line(
 
 
 @pytest.mark.anyio
+async def test_restore_of_a_record_that_is_not_json_is_a_durable_error(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    db = tmp_path / "turns.db"
+    write_journal(db, [("limits", HEAD)])
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO toolcall_journal (turn, kind, data) VALUES ('turn-1', 'claim', '{')"
+        )
+    conn.close()
+    with anyio.fail_after(DEADLINE):
+        async with SQLiteJournal(db) as journal:
+            with pytest.raises(DurableError, match=r"journal record 2 \('claim'\) is not JSON"):
+                await restore(journal, "turn-1")
+
+
+@pytest.mark.anyio
+async def test_a_redis_entry_without_its_fields_is_a_durable_error(
+    anyio_backend: str, redis_url: str, redis_prefix: str
+) -> None:
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        key = f"{redis_prefix}turn:turn-1"
+        client.xadd(key, {"k": "limits", "d": json.dumps(HEAD)}, id="0-*")  # type: ignore[arg-type]
+        client.xadd(key, {"x": "y"}, id="0-*")  # type: ignore[arg-type]
+    finally:
+        client.close()
+    with anyio.fail_after(DEADLINE):
+        async with RedisJournal(redis_url, prefix=redis_prefix) as journal:
+            with pytest.raises(DurableError, match="malformed"):
+                await restore(journal, "turn-1")
+
+
+@pytest.mark.anyio
 async def test_a_fence_is_read_and_changes_no_call(
     anyio_backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

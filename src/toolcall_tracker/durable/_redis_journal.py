@@ -418,7 +418,13 @@ def _records(page: list[Any]) -> list[JournalRecord]:
     """Stream entries as journal records."""
     out: list[JournalRecord] = []
     for entry_id, fields in page:
-        seq = int(entry_id.rsplit(b"-", 1)[1])
-        epoch = int(fields.get(b"e", 1))  # entries of older versions: 1
-        out.append(JournalRecord(seq, fields[b"k"].decode(), json.loads(fields[b"d"]), epoch))
+        try:
+            seq = int(entry_id.rsplit(b"-", 1)[1])
+            epoch = int(fields.get(b"e", 1))  # entries of older versions: 1
+            kind, data = fields[b"k"].decode(), json.loads(fields[b"d"])
+        except (KeyError, TypeError, ValueError) as exc:  # not an entry this journal wrote
+            raise DurableError(
+                f"journal entry {entry_id!r} is malformed (fields {sorted(fields)!r}): {exc}"
+            ) from exc
+        out.append(JournalRecord(seq, kind, data, epoch))
     return out

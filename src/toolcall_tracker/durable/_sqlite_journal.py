@@ -97,7 +97,14 @@ def _epoch_of(conn: sqlite3.Connection, turn_id: str) -> int | None:
 
 
 def _records(rows: list[Any]) -> list[JournalRecord]:
-    return [JournalRecord(seq, kind, json.loads(data), epoch) for seq, kind, data, epoch in rows]
+    """Rows as journal records (a row whose data is not JSON: :class:`DurableError`)."""
+    out: list[JournalRecord] = []
+    for seq, kind, data, epoch in rows:
+        try:
+            out.append(JournalRecord(seq, kind, json.loads(data), epoch))
+        except (TypeError, ValueError) as exc:
+            raise DurableError(f"journal record {seq} ({kind!r}) is not JSON: {exc}") from exc
+    return out
 
 
 class SQLiteJournal(QueuedJournal):
