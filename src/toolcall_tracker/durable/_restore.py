@@ -57,11 +57,10 @@ from typing import Any, Final, NamedTuple
 
 from ..calls import Status, ToolCall
 from ..errors import CallFailure, InvalidEvent
-from ..failures import ApprovalDenied
+from ..failures import OutcomeInDoubt
 from ..limits import Limits
 from ..runner import (
     CallOutcome,
-    GuardOutcome,
     OutcomeStore,
     PendingApprovals,
     RunControl,
@@ -259,9 +258,9 @@ async def _settle_handed_out(
     A call that a resume of the state (on any server) finished ends with the outcome that
     resume recorded; one a resume holds without an outcome yet stays awaiting (approving
     it again claims the same key, and waits). Once the state has expired nobody can
-    resume it: each call still awaiting is claimed under its key and ends denied
-    (``approval_denied``, reason ``expired``), or with what a resume that claimed it first
-    recorded (``in_doubt`` if it recorded nothing)."""
+    resume it any more, and the store kept its keys only until then: a call still
+    awaiting whose outcome is gone ends in doubt (``in_doubt``: a resume may have run it
+    before the expiry; it is never run now)."""
     expired = handed.expires_at <= datetime.now(timezone.utc)
     guard = StoreGuard.of_state(store, handed)
     awaiting = False
@@ -269,24 +268,19 @@ async def _settle_handed_out(
         call = tracker.get(pending.call_id)
         if call is None or call.status is not Status.RUNNING:
             continue
-        if expired:
-            got = await guard.claim(call)
-            if got is None:  # nobody decided it: it never ran, and now never will
-                failure = ApprovalDenied(
-                    message=f"tool {call.name!r} was not run: its approval was not given "
-                    f"before the signed state expired ({handed.expires_at.isoformat()})",
-                    tool=call.name,
-                    reason="expired",
-                )
-                await guard.record(call, None, failure)
-                got = GuardOutcome(failure=failure)
-            _finish(tracker, call.id, got.result, got.failure)
-            continue
         outcome = await store.get(guard.key(call))
-        if outcome is None:
-            awaiting = True
-        else:
+        if outcome is not None:
             _finish(tracker, call.id, outcome.result, outcome.call_failure())
+        elif expired:
+            doubt = OutcomeInDoubt(
+                message=f"tool {call.name!r} was not run: its approval state expired at "
+                f"{handed.expires_at.isoformat()}, and whether a resume of it ran the tool "
+                "before then is no longer known (restore a turn before its approvals expire)",
+                tool=call.name,
+            )
+            tracker.write_error(call.id, doubt)
+        else:
+            awaiting = True
     return handed if awaiting else None
 
 
