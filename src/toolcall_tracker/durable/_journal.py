@@ -366,6 +366,9 @@ class DurableTurn:
             store fenced with ``store.fence(turn_id, log.epoch)``): entered under this
             log. What :func:`~toolcall_tracker.durable.resume_turn` does, so that it
             reads the turn only once the old writer is fenced off.
+        legacy_keys: the turn was written by the previous version (journal format 1):
+            claim its calls under that version's keys, ``"<turn id>:<call id>"``, as its
+            writer did (``resume_turn`` sets it from the journal).
 
     Raises:
         TypeError: ``journal`` has no ``create`` / ``take_over`` (a journal written for
@@ -385,6 +388,7 @@ class DurableTurn:
         key_ttl: timedelta = DEFAULT_KEY_TTL,
         restored: bool = False,
         log: TurnLog | None = None,
+        legacy_keys: bool = False,
     ) -> None:
         if not turn_id:
             raise ValueError("turn_id must be a non-empty string")
@@ -418,6 +422,7 @@ class DurableTurn:
         self._restored = restored
         self._log: TurnLog | None = None
         self._given = log
+        self._legacy = legacy_keys
         self._recorder: _Recorder | None = None
 
     @property
@@ -473,7 +478,14 @@ class DurableTurn:
         """The start guard for ``runner`` on this turn (``runner.run(start_guard=...)``)."""
         idempotent = frozenset(name for name, spec in runner.tools.items() if spec.idempotent)
         fence = Fence(self.turn_id, self.log.epoch)
-        store = StoreGuard(self.store, self.turn_id, self._expires_at, idempotent, fence=fence)
+        store = StoreGuard(
+            self.store,
+            self.turn_id,
+            self._expires_at,
+            idempotent,
+            legacy=self._legacy,
+            fence=fence,
+        )
         return _JournalGuard(self.journal, self.log, store, self.store, self._expires_at)
 
     async def run(

@@ -102,6 +102,10 @@ class RestoredTurn:
             calls awaiting a decision in another request), as journaled; ``None`` if it
             handed out none (or was written before format 2, which did not journal it).
         epoch: the turn's epoch as its journal says (1, plus one for each take-over).
+        journal_format: the format its first record says (1: written by the previous
+            version, whose guard claimed ``"<turn id>:<call id>"`` keys).
+        awaiting, awaiting_nonce: the calls the last ``run_end`` left awaiting a decision,
+            and their signed state's nonce (in every format; ``handed_out`` only in 2).
     """
 
     turn_id: str
@@ -115,6 +119,9 @@ class RestoredTurn:
     last_seq: int
     handed_out: PendingApprovals | None = None
     epoch: int = 1
+    journal_format: int = JOURNAL_FORMAT
+    awaiting: tuple[str, ...] = ()
+    awaiting_nonce: str | None = None
 
 
 async def restore(journal: Journal, turn_id: str) -> RestoredTurn:
@@ -139,6 +146,8 @@ async def restore(journal: Journal, turn_id: str) -> RestoredTurn:
     edited: dict[str, Any] = {}
     outcomes: dict[str, CallOutcome] = {}
     handed: PendingApprovals | None = None
+    awaiting: tuple[str, ...] = ()
+    awaiting_nonce: str | None = None
     epoch = 1
     for record in records[1:]:
         check_record(record, head.format)
@@ -155,6 +164,8 @@ async def restore(journal: Journal, turn_id: str) -> RestoredTurn:
             outcomes[data["id"]] = _outcome(record)
         elif record.kind == "run_end":
             handed = _handed_out(record)
+            awaiting = tuple(data.get("awaiting") or ())
+            awaiting_nonce = data.get("nonce")
         elif record.kind == "fence":
             epoch = max(epoch, data["epoch"])
         # start changes no call here
@@ -174,6 +185,9 @@ async def restore(journal: Journal, turn_id: str) -> RestoredTurn:
         records[-1].seq,
         handed,
         epoch,
+        head.format,
+        awaiting,
+        awaiting_nonce,
     )
 
 
@@ -227,6 +241,8 @@ async def resume_turn(
     await store.fence(turn_id, log.epoch)  # ... and its claims, before the turn is read
     restored = await restore(journal, turn_id)
     tracker = restored.tracker
+    if restored.handed_out is None and restored.awaiting_nonce and restored.awaiting:
+        await _settle_previous_version(tracker, restored, store)
     handed = restored.handed_out
     if handed is not None:
         handed = await _settle_handed_out(tracker, handed, store)
@@ -237,8 +253,9 @@ async def resume_turn(
                 "turn with RunControl(defer_approvals=True) (its control.pending is the "
                 "same state) and answer them with runner.resume(state, decisions)"
             )
+    legacy = restored.journal_format < 2  # written by the previous version's guard
     async with DurableTurn(
-        journal, turn_id, tracker, store=store, key_ttl=key_ttl, log=log
+        journal, turn_id, tracker, store=store, key_ttl=key_ttl, log=log, legacy_keys=legacy
     ) as turn:
         if tracker.end is None:
             tracker.write_end(False, INTERRUPTED)
@@ -282,6 +299,35 @@ async def _settle_handed_out(
         else:
             awaiting = True
     return handed if awaiting else None
+
+
+async def _settle_previous_version(
+    tracker: ToolCallTracker, restored: RestoredTurn, store: OutcomeStore
+) -> None:
+    """End the calls a turn of the previous version handed out for approval: its journal
+    holds their state's nonce but not the state, so it cannot be handed out again. A call
+    that a resume of it finished (under that version's key, ``"<nonce>:<call id>"``) ends
+    with the recorded outcome; any other ends in doubt (the client may still answer the
+    state it holds, with ``runner.resume``: the call then runs at most once)."""
+    nonce = restored.awaiting_nonce
+    assert nonce is not None
+    expires = datetime.now(timezone.utc)
+    guard = StoreGuard(store, nonce, expires, legacy=True)
+    for call_id in restored.awaiting:
+        call = tracker.get(call_id)
+        if call is None or call.status is not Status.RUNNING:
+            continue
+        outcome = await store.get(guard.key(call))
+        if outcome is not None:
+            _finish(tracker, call_id, outcome.result, outcome.call_failure())
+            continue
+        doubt = OutcomeInDoubt(
+            message=f"tool {call.name!r} was not run here: the previous version of "
+            f"toolcall-tracker handed it out for approval (nonce {nonce!r}) in a state this "
+            "journal does not hold; answer that state with runner.resume",
+            tool=call.name,
+        )
+        tracker.write_error(call_id, doubt)
 
 
 def _finish(tracker: ToolCallTracker, call_id: str, result: Any, failure: Any) -> None:
