@@ -34,13 +34,26 @@ Bounds. Two, both counted in characters of JSON text:
   :data:`ENTRY_OVERHEAD`) is at most ``max_queued`` (default :data:`QUEUED_PER_CALL` times
   ``max_args_chars``; an entry arriving at an empty queue is always taken).
 
-An append that would go over either bound fails only its own log, with a
-:class:`DurableError` naming the fix, never the other turns sharing the journal. Back
-pressure: a log's ``commit`` (which a turn's start guard awaits before each claim) writes
-everything queued before it and then waits until the backlog is at most half of
+An append that would go over a call's bound fails its own log. One that would go over
+``max_queued`` fails the turn that filled the queue, not whichever turn happens to append
+last: the log holding the most queued characters (the appender's count taken with the new
+entry; on a tie, the appender). If that is the appender, the appender fails; if it is
+another log, that log is dropped (its entries no longer count) and the new entry is taken
+if it now fits (else the appender fails too). Either way the failure is a
+:class:`DurableError` naming the fix, raised at the failed log's next call, and the other
+turns sharing the journal carry on. (The queue keeps the set of logs with something
+queued, so an append stays a few operations; the search for the largest runs only on an
+overflow.) Back pressure: a log's ``commit`` (which a turn's start guard awaits before
+each claim) writes everything queued before it and then, while the log still has text of
+its own queued (a turn streaming on), waits until the backlog is at most half of
 ``max_queued`` (room for what the claimed tool returns), both together bounded by
 ``commit_timeout`` seconds; past it the commit fails its log (that turn fails closed, no
-tool starts) and the others carry on.
+tool starts) and the others carry on. A log with nothing of its own left queued returns
+after its write: a quiet turn's claims are not held up by another turn's stream.
+
+An append racing the writer thread's refusal of its log (a fenced write) queues nothing:
+the log's error is checked again under the bounds' lock, so nothing is counted for a log
+whose entries will never be released.
 """
 
 from __future__ import annotations
@@ -207,6 +220,10 @@ class QueuedLog:
         self._queue.drop(self, error)
 
 
+def _queued_of(log: QueuedLog) -> int:
+    return log._queued
+
+
 class _Batch:
     """The stream events of one log going into one ``events`` row."""
 
@@ -291,6 +308,7 @@ class LogQueue:
         "_cap",
         "_error",
         "_limit",
+        "_live",
         "_lock",
         "_queue",
         "_size",
@@ -316,6 +334,7 @@ class LogQueue:
         self._cap = sys.maxsize if budget is None else budget
         self._queue: deque[Entry] = deque()
         self._size = 0
+        self._live: set[QueuedLog] = set()  # the logs with _queued > 0 (under _size_lock)
         self._size_lock = threading.Lock()  # the bounds' counts (a log dropped under it)
         self._lock = threading.Lock()  # one flush at a time: rows in queue order
         self._error: DurableError | None = None
@@ -336,18 +355,19 @@ class LogQueue:
         if self._error is not None:
             self.fail()
         with self._size_lock:
-            total = self._size + size
-            if total > self._cap and self._queue:
-                self._overflow(log, total)
+            if log._error is not None:  # refused since its own check: queue nothing
+                log.fail()
             if call is not None:
                 calls = log._calls
                 before = calls.get(call, 0)
                 pending = before + size - ENTRY_OVERHEAD
                 if pending > self._call_cap and before:
                     self._call_overflow(log, call, pending)
-                calls[call] = pending
-            self._size = total
-            log._queued += size
+            if self._size + size > self._cap and self._queue:
+                self._overflow(log, size)
+            if call is not None:
+                log._calls[call] = pending
+            self._count(log, size)
             self._queue.append((log, _EVENT, item, size))
         wake = self._wake
         if wake is not None:
@@ -358,12 +378,19 @@ class LogQueue:
         if self._error is not None:
             self.fail()
         with self._size_lock:
-            total = self._size + size
-            if total > self._cap and self._queue:
-                self._overflow(log, total)
-            self._size = total
-            log._queued += size
+            if log._error is not None:  # refused since its own check: queue nothing
+                log.fail()
+            if self._size + size > self._cap and self._queue:
+                self._overflow(log, size)
+            self._count(log, size)
             self._queue.append((log, kind, text, size))
+
+    def _count(self, log: QueuedLog, size: int) -> None:
+        """Count an entry of ``size`` of ``log`` against the bounds (the lock held)."""
+        if not log._queued:
+            self._live.add(log)
+        log._queued += size
+        self._size += size
 
     def drop(self, log: QueuedLog, error: DurableError) -> None:
         """Fail ``log`` with ``error`` (unless it failed before): its entries still queued
@@ -378,18 +405,34 @@ class LogQueue:
             self._size -= log._queued
             log._queued = 0
             log._calls.clear()
+            self._live.discard(log)
 
-    def _overflow(self, log: QueuedLog, total: int) -> NoReturn:
-        self._drop(
-            log,
-            DurableError(
-                f"the journal's writer fell behind: {total} characters waiting for "
-                f"{self._where}, more than its max_queued ({self._budget}); the journal "
-                "is too slow or unreachable for this load. Give the journal a larger "
-                "max_queued=, or a faster journal"
-            ),
-        )
+    def _overflow(self, log: QueuedLog, size: int) -> None:
+        """Make room for an entry of ``size`` of ``log`` that would go over the budget
+        (the lock held): fail the log holding the most (``log`` counted with the entry;
+        on a tie, ``log``); if that was another log, return when the entry now fits, else
+        fail ``log`` too (raising its error)."""
+        total = self._size + size
+        mine = log._queued + size
+        biggest = max(self._live, key=_queued_of, default=None)
+        if biggest is not None and biggest is not log and biggest._queued > mine:
+            held = biggest._queued
+            self._drop(biggest, self._budget_error(total, biggest, held))
+            if self._size + size <= self._cap or not self._size:
+                return
+            total = self._size + size
+            mine = log._queued + size
+        self._drop(log, self._budget_error(total, log, mine))
         log.fail()
+
+    def _budget_error(self, total: int, log: QueuedLog, held: int) -> DurableError:
+        return DurableError(
+            f"the journal's writer fell behind: {total} characters waiting for "
+            f"{self._where}, more than its max_queued ({self._budget}), turn {log._turn!r} "
+            f"holding the most of them ({held}), so that turn fails; the journal is too "
+            "slow or unreachable for this load. Give the journal a larger max_queued=, "
+            "or a faster journal"
+        )
 
     def _call_overflow(self, log: QueuedLog, call: str, pending: int) -> NoReturn:
         self._drop(
@@ -436,6 +479,8 @@ class LogQueue:
                     continue
                 total += size
                 log._queued -= size
+                if not log._queued:
+                    self._live.discard(log)
                 if kind is _EVENT and data[0] in _COUNTED:
                     calls = log._calls
                     call = data[1]
@@ -528,14 +573,16 @@ class JournalWriter(LogQueue):
         await anyio.to_thread.run_sync(self.flush, limiter=limiter, abandon_on_cancel=True)
 
     async def commit_log(self, log: QueuedLog) -> None:
-        """Write everything queued before this call, then wait for room (at most half of
-        ``max_queued`` queued), bounded by ``commit_timeout`` (past it: ``log`` fails)."""
+        """Write everything queued before this call, then, while ``log`` has text of its
+        own queued, wait for room (at most half of ``max_queued`` queued), bounded by
+        ``commit_timeout`` (past it: ``log`` fails). A log with nothing of its own left
+        queued returns after its write (another turn's stream does not hold it)."""
         if self._error is not None:
             self.fail()
         room = self.max_queued // 2
         with anyio.move_on_after(self._timeout) as scope:
             await self._flush_on_thread()
-            while self._size > room and log._error is None and self._error is None:
+            while self._size > room and log._queued and log._error is None and self._error is None:
                 await self._flush_on_thread()
         if scope.cancelled_caught:
             log.refuse(
