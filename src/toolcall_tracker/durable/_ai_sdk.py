@@ -12,8 +12,8 @@ parts the original server's listener wrote, in the same order. The stream is:
 2. the listener's parts, as the records are read (following the turn live), except
    ``finish``, which is held back;
 3. once the turn is over (see ``_follow.py``): a ``tool-approval-request`` for each call
-   the runner left awaiting a decision (its ``run_end`` record), with the approval id
-   the original server gave it;
+   the runner left awaiting a decision (its last ``run_end`` record: a restored turn's is
+   the restore's), with the approval id the original server gave it;
 4. the held ``finish``, then (SSE) ``data: [DONE]``.
 
 That is the stream of a server that writes ``start``, an ``AISDKListener``'s parts, and,
@@ -98,8 +98,8 @@ async def follow_ui_stream(
             parts.clear()
             for part in ready:
                 yield part
-            if state.finished:  # over (the one rule): whatever the journal's follow does
-                break
+            # no stop at ``state.finished`` here: a ``fence`` after a ``run_end`` re-opens
+            # the turn (a restore), and the journal's follow stops by the same rule
     finally:
         await _close(records)
     if state.machine is None:  # pragma: no cover (follow ends only on a finished turn)

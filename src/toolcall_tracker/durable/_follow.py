@@ -12,11 +12,26 @@ the ``end`` event               no call is still ``running`` (every tool's outco
 the ``end`` event, ``run_end``  at once: the runner returned (calls still running await a
                                 decision in another request: ``RunControl(
                                 defer_approvals=True)``)
+a ``fence`` after ``run_end``   not at that ``run_end`` any more: a ``fence`` re-opens the
+                                turn (a restore took it over: :func:`resume_turn
+                                <toolcall_tracker.durable.resume_turn>`), which goes on
+                                under its new writer to its next ``run_end`` (or its calls'
+                                outcomes)
 ==============================  ==========================================================
 
 ``run_end`` is written by :meth:`DurableTurn.run <toolcall_tracker.durable.DurableTurn.run>`
 when the runner returns. The command line's ``replay --follow``, every journal's
 ``follow`` and the AI SDK UI stream follower use this one rule.
+
+Restored turns. A restore appends ``fence`` and then its own records (events, claims,
+outcomes, a second ``run_end``) to a turn that may already read as over, so a follower
+does not stop at a finishing record while records it already read after it remain (a
+batch or page): it replays them first, and stops only if the turn is still over after
+them, at the record that made it over in that last state (the records after it, in the
+same over state, are not yielded: a follower stops at the same record however the
+journal's records came in batches). A follower replaying a finished journal therefore
+shows the restore's records; a live follower that already stopped at the first
+``run_end`` cannot know a restore will come later, and does not show them.
 """
 
 from __future__ import annotations
@@ -34,10 +49,12 @@ from ._journal import Journal, JournalRecord
 from ._restore import check_record, read_head, replay_events
 from ._sqlite import DurableError
 
-__all__ = ["RUN_END", "FollowState", "FollowableJournal", "poll_follow"]
+__all__ = ["FENCE", "RUN_END", "FollowState", "FollowableJournal", "follow_batch", "poll_follow"]
 
 RUN_END: Final = "run_end"
 """The record kind :meth:`DurableTurn.run` writes when the runner returns."""
+FENCE: Final = "fence"
+"""The record kind a take-over (a restore) writes: the turn goes on under a new writer."""
 
 
 @runtime_checkable
@@ -75,7 +92,8 @@ class FollowState:
 
     Attributes:
         machine: the replayed machine (``None`` until the head was read).
-        run_end: the data of the ``run_end`` record, once read.
+        run_end: the data of the last ``run_end`` record, once read (``None`` again after
+            a ``fence``: the restore's own ``run_end`` is the turn's).
         journal_format: the journal's format (its head's; ``None`` until read).
     """
 
@@ -92,7 +110,9 @@ class FollowState:
     def add(self, record: JournalRecord) -> None:
         """Replay one record (in order). ``limits`` makes the machine (under the turn's
         limits and ``keep_finished``); ``events`` are applied to it; ``run_end`` marks the
-        runner's return; the others are checked and change nothing here.
+        runner's return; ``fence`` re-opens the turn (a restore took it over: the
+        ``run_end`` read before it is forgotten); the others are checked and change
+        nothing here.
 
         Raises:
             DurableError: the first record is not the turn's head, or a record is one this
@@ -114,6 +134,8 @@ class FollowState:
             replay_events(machine, record, self.journal_format)
         elif record.kind == RUN_END:
             self.run_end = record.data
+        elif record.kind == FENCE:  # a new writer goes on with the turn
+            self.run_end = None
 
     @property
     def finished(self) -> bool:
@@ -154,13 +176,13 @@ async def poll_follow(
     deadline = None if within is None else anyio.current_time() + within
     seen = 0
     while True:
-        for record in await read(turn_id, seen):
-            state.add(record)
-            seen = record.seq
-            if record.seq > after:
-                yield record
-            if state.finished:  # at the record that finished it, as every follower
-                return
+        batch = await read(turn_id, seen)
+        for record in follow_batch(state, batch, after):
+            yield record
+        if batch:
+            seen = batch[-1].seq
+        if state.finished:  # at the record that finished it, as every follower
+            return
         wait = poll
         if deadline is not None:
             left = deadline - anyio.current_time()
@@ -168,3 +190,29 @@ async def poll_follow(
                 raise DurableError(f"turn {turn_id!r} did not finish within {within:g} s")
             wait = min(wait, left)
         await anyio.sleep(wait)
+
+
+def follow_batch(state: FollowState, batch: list[JournalRecord], after: int) -> list[JournalRecord]:
+    """Replay ``batch`` (the next records read, in order) into ``state``; the records of
+    it to yield (those after ``after``).
+
+    The whole batch is replayed: a ``fence`` in it may re-open a turn a record before it
+    finished. If the turn is over after the batch, the records after the one that made it
+    over (in that last over state) are not returned: the follower stops at that record,
+    however the records came in batches (see the module docs).
+
+    Raises:
+        DurableError: as :meth:`FollowState.add`.
+    """
+    out: list[JournalRecord] = []
+    held: list[JournalRecord] = []  # read while the turn is over: yielded if it re-opens
+    for record in batch:
+        was_over = state.finished
+        state.add(record)
+        if was_over and state.finished:
+            held.append(record)
+            continue
+        out.extend(held)  # re-opened (a fence): the records read while over are shown
+        held.clear()
+        out.append(record)
+    return [record for record in out if record.seq > after]

@@ -54,7 +54,7 @@ import anyio
 import anyio.to_thread
 
 from ..limits import Limits
-from ._follow import FollowState
+from ._follow import FollowState, follow_batch
 from ._protocol import JOURNAL_FORMAT, JournalRecord
 from ._redis import SOCKET_TIMEOUT, Connection, key_bytes, on_asyncio
 from ._sqlite import DurableError
@@ -290,8 +290,9 @@ class RedisJournal(QueuedJournal):
     ) -> AsyncIterator[JournalRecord]:
         """The records of ``turn_id`` after ``after``: those committed, then each new one
         as it is committed, until the turn is finished (its ``end`` read and no call still
-        running, or its ``run_end`` read: the rule of every follower, ``_follow.py``): the
-        record that finishes it is the last one yielded.
+        running, or its ``run_end`` read, unless a ``fence`` read after it re-opens it: the
+        rule of every follower, ``_follow.py``): the record that finishes it is the last
+        one yielded.
 
         Args:
             after: yield the records after this position (the turn is still read from its
@@ -316,13 +317,13 @@ class RedisJournal(QueuedJournal):
                 functools.partial(_xread, streams=streams, block=block),
             )
             for _, page in reply or ():
-                for record in _records(page):
-                    progress.add(record)
-                    last = record.seq
-                    if record.seq > after:
-                        yield record
-                    if progress.finished:  # the records after it belong to no event
-                        return
+                batch = _records(page)
+                for record in follow_batch(progress, batch, after):
+                    yield record
+                if batch:
+                    last = batch[-1].seq
+                if progress.finished:  # at the record that finished it (a fence re-opens)
+                    return
             if deadline is not None and anyio.current_time() >= deadline:
                 raise DurableError(
                     f"turn {turn_id!r} did not finish within {timeout:g} s "

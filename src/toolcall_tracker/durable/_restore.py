@@ -508,6 +508,8 @@ def check_record(record: JournalRecord, journal_format: int) -> None:
             problem = "its awaiting is not a list of call ids"
         elif nonce is not None and not isinstance(nonce, str):
             problem = "its nonce is not a string or null"
+        elif data.get("state") is not None:
+            problem = _state_problem(data["state"])
     elif not isinstance(data.get("id"), str):
         problem = f"id {_clipped(data.get('id'))} is not a string"
     elif kind == "claim":
@@ -522,6 +524,18 @@ def check_record(record: JournalRecord, journal_format: int) -> None:
         _outcome(record)
     if problem is not None:
         raise DurableError(f"{_where(record)} is malformed: {problem}")
+
+
+def _state_problem(state: Any) -> str | None:
+    """What is wrong with a ``run_end``'s signed state (``None``: it is one)."""
+    if not isinstance(state, dict):
+        return f"its state is {_kind_of(state)}, not an object (a signed state) or null"
+    try:
+        PendingApprovals.model_validate_json(json.dumps(state))
+    except ValueError as exc:  # pydantic's ValidationError; json: a value JSON cannot hold
+        first = str(exc).splitlines()[:3]
+        return f"its state is not a signed state: {' '.join(first)}"
+    return None
 
 
 def replay_events(sink: EventSink, record: JournalRecord, journal_format: int) -> None:
