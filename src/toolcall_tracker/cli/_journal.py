@@ -128,10 +128,8 @@ def _from_redis(
                     show(record)
                 return True
             with anyio.move_on_after(args.timeout) as scope:
-                async for record in journal.follow(turn):
-                    show(record)
-                    if state.finished:
-                        break
+                async for record in journal.follow(turn):  # (it stops where the turn is
+                    show(record)  # over: a fence after a run_end re-opens it)
         return not scope.cancelled_caught
 
     try:

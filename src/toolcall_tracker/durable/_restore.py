@@ -71,7 +71,7 @@ from ..runner import (
 from ..sink import EventSink
 from ..tracker import ToolCallTracker
 from ._journal import DEFAULT_KEY_TTL, DurableTurn, Journal, JournalRecord, require_fencing
-from ._protocol import JOURNAL_FORMAT
+from ._protocol import JOURNAL_FORMAT, RECORD_KINDS
 from ._sqlite import DurableError
 
 __all__ = ["RestoredTurn", "apply_events", "restore", "resume_turn"]
@@ -407,10 +407,8 @@ def _apply_event(sink: EventSink, item: Any, journal_format: int) -> None:
 
 # -- reading records: what this version knows, checked before it is used -----------------
 
-KINDS: Final = frozenset(
-    {"limits", "events", "claim", "start", "outcome", "runner", "run_end", "fence"}
-)
-"""The record kinds this version reads (format 2); any other is refused."""
+KINDS: Final = RECORD_KINDS
+"""The record kinds this version reads (format 2; the protocol's); any other is refused."""
 
 _LIMIT_FIELDS: Final = frozenset(field.name for field in dataclasses.fields(Limits))
 
