@@ -3,8 +3,8 @@
 Resuming across requests must never run a call twice, even when a client retries a resume
 or two servers receive the same decisions. That needs state on the server side, shared by
 whoever may resume the turn: an :class:`OutcomeStore`. Its protocol is three operations on
-a key (``"<nonce>:<call id>"``, ASCII-safe, one per call of a turn), and since version 2
-a fence (see "Fencing" below):
+a key (one per call of a turn, the same on every path that may run it:
+:mod:`toolcall_tracker._keys`), and since version 2 a fence (see "Fencing" below):
 
 - ``claim(key, expires_at=...)``: atomically take the key. The :class:`Claim` says whether
   this caller won it (then, and only then, it may run the tool) and, if somebody else holds
