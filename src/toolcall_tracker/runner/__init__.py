@@ -319,7 +319,8 @@ class ToolRunner(Generic[DepsT]):
                 (its :attr:`~PendingApprovals.turn_key` is not ``turn_id``).
             TypeError: ``turn_id`` is not a ``str`` or ``continues`` not a
                 :class:`PendingApprovals`.
-            Whatever cancelled it (after moving the unfinished calls to ``error``).
+            BaseException: whatever cancelled it (after moving the unfinished calls to
+                ``error``).
         """
         if deadline is not None and not deadline > 0:
             raise ValueError(f"deadline must be a positive number of seconds, not {deadline!r}")
