@@ -62,3 +62,55 @@ def test_a_docs_block_runs_as_written(where: str, code: str, needs: list[str]) -
         check=False,
     )
     assert result.returncode == 0, f"{where}:\n{result.stderr[-2000:]}"
+
+
+_FILE = re.compile(r"`([A-Za-z_][\w/]*\.py)`")
+_NAME = re.compile(r"`(toolcall_tracker(?:\.\w+)+)`")
+_SOURCE = ROOT / "src" / "toolcall_tracker"
+# Span and event names of the OpenTelemetry page are strings, not Python names.
+_NAMES_NOT_PYTHON = {"docs/observability.md"}
+
+
+def _resolves(dotted: str) -> bool:
+    import importlib
+    import warnings
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(found, attribute):
+                return False
+            found = getattr(found, attribute)
+        return True
+    return False
+
+
+def test_a_documented_file_or_name_exists_in_the_code() -> None:
+    """A page that names a module file (``_writer.py``, ``benchmarks/run.py``) or a dotted
+    name (``toolcall_tracker.runner.RunnerSettings``) names something that exists: the
+    docs that drift from the code fail here, not in a reader's hands."""
+    sources = {path.name for path in _SOURCE.rglob("*.py")}
+    others = {
+        path.name
+        for top in ("benchmarks", "examples", "tests")
+        for path in (ROOT / top).rglob("*.py")
+    }
+    missing = []
+    for page in PAGES:
+        where = page.relative_to(ROOT).as_posix()
+        text = page.read_text(encoding="utf-8")
+        for name in sorted(set(_FILE.findall(text))):
+            if not (ROOT / name).exists() and name.rsplit("/", 1)[-1] not in sources | others:
+                missing.append(f"{where}: file {name}")
+        if where in _NAMES_NOT_PYTHON:
+            continue
+        for dotted in sorted(set(_NAME.findall(text))):
+            if not _resolves(dotted):
+                missing.append(f"{where}: name {dotted}")
+    assert not missing, "\n".join(missing)

@@ -32,8 +32,8 @@ from toolcall_tracker.durable import (
     restore,
 )
 from toolcall_tracker.durable._follow import FollowState
-from toolcall_tracker.errors import CallFailure, IncompleteArguments, ToolCallFailed
-from toolcall_tracker.failures import ToolRaised
+from toolcall_tracker.errors import ToolCallFailed
+from toolcall_tracker.failures import CallFailure, IncompleteArguments, ToolRaised
 
 pytestmark = pytest.mark.anyio
 

@@ -141,3 +141,60 @@ def test_the_version_is_the_packages() -> None:
     assert re.search(
         rf"^## \[{re.escape(match.group(1))}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M
     )
+
+
+def test_tool_options_is_a_deprecated_alias_of_runner_settings() -> None:
+    from toolcall_tracker import runner
+
+    with pytest.warns(DeprecationWarning, match="use RunnerSettings"):
+        alias = runner.ToolOptions
+    assert alias is runner.RunnerSettings
+    assert "ToolOptions" not in runner.__all__
+    assert "RunnerSettings" in runner.__all__
+
+
+def test_durable_error_lives_in_the_durable_protocol_not_in_a_backend() -> None:
+    from toolcall_tracker import durable
+    from toolcall_tracker.durable import _protocol, _redis, _sqlite
+
+    assert durable.DurableError is _protocol.DurableError
+    assert durable.DurableError.__module__ == _protocol.__name__
+    assert issubclass(durable.TurnSuperseded, durable.DurableError)
+    for backend in (_sqlite, _redis):  # a backend uses the error; it is not its home
+        assert "DurableError" not in getattr(backend, "__all__", ())
+
+
+@pytest.mark.parametrize(
+    "name", ["CallFailure", "InvalidArguments", "IncompleteArguments", "ArgumentsTooLarge"]
+)
+def test_an_error_value_lives_in_failures_and_its_old_home_warns(name: str) -> None:
+    from toolcall_tracker import errors, failures
+
+    assert name in failures.__all__
+    assert name not in errors.__all__
+    with pytest.warns(DeprecationWarning, match="moved to toolcall_tracker.failures"):
+        alias = getattr(errors, name)
+    assert alias is getattr(failures, name) is getattr(toolcall_tracker, name)
+
+
+def test_fail_call_is_an_exception_of_errors_and_its_old_home_warns() -> None:
+    from toolcall_tracker import errors, failures
+
+    assert "FailCall" in errors.__all__
+    assert "FailCall" not in failures.__all__
+    with pytest.warns(DeprecationWarning, match="moved to toolcall_tracker.errors"):
+        alias = failures.FailCall
+    assert alias is errors.FailCall
+    with pytest.raises(TypeError, match="takes a CallFailure"):
+        errors.FailCall("not a failure")  # type: ignore[arg-type]
+
+
+def test_every_error_value_is_in_failures_and_every_exception_in_errors() -> None:
+    from pydantic import BaseModel
+
+    from toolcall_tracker import errors, failures
+
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), Exception), name
+    for name in failures.__all__:
+        assert issubclass(getattr(failures, name), BaseModel), name

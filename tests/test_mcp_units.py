@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from toolcall_tracker.errors import CallFailure
-from toolcall_tracker.failures import FailCall, McpFailed
+from toolcall_tracker.errors import FailCall
+from toolcall_tracker.failures import CallFailure, McpFailed
 from toolcall_tracker.mcp._names import assign, sanitise
 
 VALID = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")

@@ -22,9 +22,9 @@ from pydantic import BaseModel
 from _runner_helpers import by_id, call_events, from_list, snapshot
 from conftest import DEADLINE
 from toolcall_tracker import End, Status, ToolCallFailed, ToolCallTracker
-from toolcall_tracker.errors import CallFailure
 from toolcall_tracker.failures import (
     CallCancelled,
+    CallFailure,
     CallTimedOut,
     FieldError,
     NotExecuted,
@@ -633,7 +633,8 @@ def test_runner_rejects_bad_limits_and_duplicate_names() -> None:
 
 
 async def test_a_tool_raising_fail_call_ends_with_its_failure(anyio_backend: str) -> None:
-    from toolcall_tracker.failures import FailCall, NotExecuted
+    from toolcall_tracker.errors import FailCall
+    from toolcall_tracker.failures import NotExecuted
 
     chosen = NotExecuted(message="the service is closed today", tool="shop", reason="closed")
 

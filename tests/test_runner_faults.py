@@ -36,8 +36,7 @@ from hypothesis import strategies as st
 
 from _runner_helpers import call_events, from_list
 from toolcall_tracker import Limits, Status, ToolCallTracker, tool
-from toolcall_tracker.errors import CallFailure
-from toolcall_tracker.failures import CallTimedOut
+from toolcall_tracker.failures import CallFailure, CallTimedOut
 from toolcall_tracker.feedback import (
     anthropic_messages,
     gemini_contents,

@@ -33,8 +33,8 @@ from toolcall_tracker import (
     run_tools,
     tool,
 )
-from toolcall_tracker.errors import CallFailure
-from toolcall_tracker.runner import RunnerEvent, RunnerListener, RunnerState, ToolOptions
+from toolcall_tracker.failures import CallFailure
+from toolcall_tracker.runner import RunnerEvent, RunnerListener, RunnerSettings, RunnerState
 from toolcall_tracker.runner._control import link_of
 from toolcall_tracker.runner._guard import GuardOutcome
 
@@ -249,7 +249,7 @@ async def test_sync_tools_run_on_a_bounded_pool_not_on_anyios_default_limiter(
 
 
 def test_max_threads_has_one_default_and_must_be_positive() -> None:
-    assert ToolRunner([]).options.max_threads == ToolOptions().max_threads == 40
+    assert ToolRunner([]).options.max_threads == RunnerSettings().max_threads == 40
     for bad in (0, -1, True, 1.5):
         with pytest.raises(ValueError, match="max_threads"):
             ToolRunner([], max_threads=bad)  # type: ignore[arg-type]

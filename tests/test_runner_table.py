@@ -30,7 +30,7 @@ import pytest
 from _runner_helpers import call_events
 from conftest import DEADLINE
 from toolcall_tracker import RunControl, ToolCall, ToolCallTracker, ToolRunner, tool
-from toolcall_tracker.errors import CallFailure
+from toolcall_tracker.failures import CallFailure
 from toolcall_tracker.runner import RunnerEvent, RunnerListener, RunnerState
 from toolcall_tracker.runner._control import link_of
 from toolcall_tracker.runner._guard import GuardOutcome

@@ -51,10 +51,6 @@ if TYPE_CHECKING:
     from .calls import Status, ToolCall
     from .errors import (
         ApprovalRefused,
-        ArgumentsTooLarge,
-        CallFailure,
-        IncompleteArguments,
-        InvalidArguments,
         InvalidEvent,
         ToolCallFailed,
         ToolCallTrackerError,
@@ -65,9 +61,13 @@ if TYPE_CHECKING:
     from .failures import (
         ApprovalCheckFailed,
         ApprovalDenied,
+        ArgumentsTooLarge,
         CallCancelled,
+        CallFailure,
         CallTimedOut,
         ClaimFailed,
+        IncompleteArguments,
+        InvalidArguments,
         NotExecuted,
         OutcomeInDoubt,
         ToolRaised,
@@ -87,10 +87,6 @@ _MODULE_OF: dict[str, str] = {
     **dict.fromkeys(
         (
             "ApprovalRefused",
-            "ArgumentsTooLarge",
-            "CallFailure",
-            "IncompleteArguments",
-            "InvalidArguments",
             "InvalidEvent",
             "ToolCallFailed",
             "ToolCallTrackerError",
@@ -107,9 +103,13 @@ _MODULE_OF: dict[str, str] = {
         (
             "ApprovalCheckFailed",
             "ApprovalDenied",
+            "ArgumentsTooLarge",
             "CallCancelled",
+            "CallFailure",
             "CallTimedOut",
             "ClaimFailed",
+            "IncompleteArguments",
+            "InvalidArguments",
             "NotExecuted",
             "OutcomeInDoubt",
             "ToolRaised",

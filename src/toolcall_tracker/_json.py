@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from .errors import InvalidArguments
+from .failures import InvalidArguments
 
 
 def _reject_constant(name: str) -> Any:
@@ -38,7 +38,7 @@ def parse_json(text: str) -> Any:
     """Parse ``text`` as JSON.
 
     Returns the parsed value. Raises :class:`_ArgumentsError` carrying an
-    :class:`~toolcall_tracker.errors.InvalidArguments` value when it is not valid JSON.
+    :class:`~toolcall_tracker.failures.InvalidArguments` value when it is not valid JSON.
     """
     try:
         return from_json(text, allow_inf_nan=False)

@@ -50,7 +50,7 @@ from typing import Any, Final
 from ._json import _ArgumentsError, parse_json
 from ._support import construct
 from .calls import Status, ToolCall
-from .errors import ArgumentsTooLarge, IncompleteArguments
+from .failures import ArgumentsTooLarge, IncompleteArguments
 from .limits import DEFAULT_LIMITS, Limits
 
 __all__ = [

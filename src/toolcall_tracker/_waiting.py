@@ -25,8 +25,9 @@ import anyio.lowlevel
 from ._reducer import as_running
 from .calls import Status, ToolCall
 from .changes import ChangeListener
-from .errors import InvalidArguments, ToolCallFailed, TrackerClosed, UnknownToolCall
+from .errors import ToolCallFailed, TrackerClosed, UnknownToolCall
 from .events import End
+from .failures import InvalidArguments
 from .machine import ToolCallStateMachine
 from .timeline import CallTimeline
 

@@ -1,4 +1,5 @@
-"""Exceptions raised by the library, and the structured error values it stores in calls.
+"""Every exception the library raises (the error values it stores in calls live in
+:mod:`toolcall_tracker.failures`).
 
 Exceptions (raised to your code):
 
@@ -13,27 +14,27 @@ Exceptions (raised to your code):
 
 All of them derive from :class:`ToolCallTrackerError`.
 
-Error values (stored in ``ToolCall.error`` when the library itself fails a call): frozen
-pydantic models deriving from :class:`CallFailure`, each with a ``kind`` string and a
-human-readable ``message``. Recognise them with ``isinstance`` or by ``kind``;
-``error.model_dump()`` (or ``call.model_dump(mode="json")``) gives plain JSON.
+- :class:`FailCall` is raised by a tool (not by the library): it ends the tool's call
+  with a :class:`~toolcall_tracker.failures.CallFailure` of the tool's choosing.
+
+The error values stored in ``ToolCall.error`` (:class:`~toolcall_tracker.failures.CallFailure`
+and its subclasses) moved to :mod:`toolcall_tracker.failures` in 0.3; importing one from
+here still works, with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+import warnings
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from . import failures as _failures
 
 if TYPE_CHECKING:
     from .calls import ToolCall
 
 __all__ = [
     "ApprovalRefused",
-    "ArgumentsTooLarge",
-    "CallFailure",
-    "IncompleteArguments",
-    "InvalidArguments",
+    "FailCall",
     "InvalidEvent",
     "ToolCallFailed",
     "ToolCallTrackerError",
@@ -101,45 +102,34 @@ def _summary(error: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-class CallFailure(BaseModel):
-    """Base of the error values the library stores in ``ToolCall.error``."""
+class FailCall(Exception):
+    """Raised by a tool to end its call with ``failure`` (a
+    :class:`~toolcall_tracker.failures.CallFailure`) instead of ``tool_exception``.
 
-    model_config = ConfigDict(frozen=True)
-
-    kind: str
-    message: str
-
-
-class InvalidArguments(CallFailure):
-    """The argument text was not valid JSON when the call became ready.
-
-    ``position`` is the 0-based character offset of the problem in ``args_text``;
-    ``line`` and ``column`` are 1-based.
+    The runner stores ``failure`` as the call's error as it is; the model reads it through
+    the feedback builders like any other failure.
     """
 
-    kind: Literal["invalid_arguments"] = "invalid_arguments"
-    position: int
-    line: int
-    column: int
+    def __init__(self, failure: _failures.CallFailure) -> None:
+        if not isinstance(failure, _failures.CallFailure):
+            raise TypeError(f"FailCall takes a CallFailure, not {type(failure).__name__}")
+        super().__init__(failure.message)
+        self.failure = failure
 
 
-class IncompleteArguments(CallFailure):
-    """The turn ended while the call's arguments were still streaming.
-
-    ``reason`` is the ``End`` event's reason (``"length"``, ``"cancelled"``, ...), if any.
-    """
-
-    kind: Literal["incomplete_arguments"] = "incomplete_arguments"
-    reason: str | None = None
+_MOVED: frozenset[str] = frozenset(
+    {"ArgumentsTooLarge", "CallFailure", "IncompleteArguments", "InvalidArguments"}
+)
+"""The error values that moved to :mod:`toolcall_tracker.failures` (aliases until 0.4)."""
 
 
-class ArgumentsTooLarge(CallFailure):
-    """The argument text grew past ``Limits.max_args_chars``; the text was discarded.
-
-    ``limit`` is the limit in characters; ``received`` how many had arrived, counting the
-    fragment that crossed it.
-    """
-
-    kind: Literal["arguments_too_large"] = "arguments_too_large"
-    limit: int
-    received: int
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        warnings.warn(
+            f"toolcall_tracker.errors.{name} moved to toolcall_tracker.failures: import it "
+            f"from there (`from toolcall_tracker.failures import {name}`)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(_failures, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

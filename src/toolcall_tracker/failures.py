@@ -1,13 +1,18 @@
-"""The error values the tool runner stores in ``ToolCall.error`` when a call does not succeed.
+"""Every error value the library stores in ``ToolCall.error`` when a call does not succeed.
 
-Every value is a frozen pydantic model deriving from
-:class:`~toolcall_tracker.errors.CallFailure`, so it has a ``kind`` string and a readable
-``message``, and ``value.model_dump(mode="json")`` is plain JSON that can be shown to the
-model as the call's result. The kinds:
+Every value is a frozen pydantic model deriving from :class:`CallFailure`, so it has a
+``kind`` string and a readable ``message``, and ``value.model_dump(mode="json")`` is
+plain JSON that can be shown to the model as the call's result. The kinds:
 
 =================  ======================  ================================================
 ``kind``           class                   the call ended in ``error`` because
 =================  ======================  ================================================
+``invalid_arguments`` :class:`InvalidArguments` its argument text was not valid JSON at
+                                           ``ready`` (the state machine)
+``incomplete_arguments`` :class:`IncompleteArguments` the turn ended while its arguments
+                                           were still streaming (the state machine)
+``arguments_too_large`` :class:`ArgumentsTooLarge` its argument text grew past
+                                           ``Limits.max_args_chars`` (the state machine)
 ``validation``     :class:`ValidationFailed`  its arguments do not fit the tool's signature
 ``unknown_tool``   :class:`UnknownTool`    no tool has the name the model used
 ``tool_exception`` :class:`ToolRaised`     the tool raised an exception
@@ -26,7 +31,8 @@ model as the call's result. The kinds:
 =================  ======================  ================================================
 
 A tool may end its own call with one of these values (rather than ``tool_exception``) by
-raising :class:`FailCall` with it; the MCP tools (:mod:`toolcall_tracker.mcp`) do.
+raising :class:`~toolcall_tracker.errors.FailCall` with it; the MCP tools
+(:mod:`toolcall_tracker.mcp`) do.
 
 ``tool_started`` (on timeouts and cancellations) says whether the tool's code had begun:
 if it had, some of its side effects may have happened.
@@ -38,16 +44,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .errors import CallFailure
-
 __all__ = [
     "ApprovalCheckFailed",
     "ApprovalDenied",
+    "ArgumentsTooLarge",
     "CallCancelled",
+    "CallFailure",
     "CallTimedOut",
     "ClaimFailed",
-    "FailCall",
     "FieldError",
+    "IncompleteArguments",
+    "InvalidArguments",
     "McpFailed",
     "NotExecuted",
     "OutcomeInDoubt",
@@ -56,6 +63,50 @@ __all__ = [
     "UnknownTool",
     "ValidationFailed",
 ]
+
+
+class CallFailure(BaseModel):
+    """Base of the error values the library stores in ``ToolCall.error``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    message: str
+
+
+class InvalidArguments(CallFailure):
+    """The argument text was not valid JSON when the call became ready.
+
+    ``position`` is the 0-based character offset of the problem in ``args_text``;
+    ``line`` and ``column`` are 1-based.
+    """
+
+    kind: Literal["invalid_arguments"] = "invalid_arguments"
+    position: int
+    line: int
+    column: int
+
+
+class IncompleteArguments(CallFailure):
+    """The turn ended while the call's arguments were still streaming.
+
+    ``reason`` is the ``End`` event's reason (``"length"``, ``"cancelled"``, ...), if any.
+    """
+
+    kind: Literal["incomplete_arguments"] = "incomplete_arguments"
+    reason: str | None = None
+
+
+class ArgumentsTooLarge(CallFailure):
+    """The argument text grew past ``Limits.max_args_chars``; the text was discarded.
+
+    ``limit`` is the limit in characters; ``received`` how many had arrived, counting the
+    fragment that crossed it.
+    """
+
+    kind: Literal["arguments_too_large"] = "arguments_too_large"
+    limit: int
+    received: int
 
 
 class FieldError(BaseModel):
@@ -213,16 +264,17 @@ class McpFailed(CallFailure):
     structured: Any = None
 
 
-class FailCall(Exception):
-    """Raised by a tool to end its call with ``failure`` (a
-    :class:`~toolcall_tracker.errors.CallFailure`) instead of ``tool_exception``.
+def __getattr__(name: str) -> Any:
+    if name == "FailCall":
+        import warnings
 
-    The runner stores ``failure`` as the call's error as it is; the model reads it through
-    the feedback builders like any other failure.
-    """
+        warnings.warn(
+            "toolcall_tracker.failures.FailCall moved to toolcall_tracker.errors (it is an "
+            "exception): import it from there (`from toolcall_tracker.errors import FailCall`)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from .errors import FailCall
 
-    def __init__(self, failure: CallFailure) -> None:
-        if not isinstance(failure, CallFailure):
-            raise TypeError(f"FailCall takes a CallFailure, not {type(failure).__name__}")
-        super().__init__(failure.message)
-        self.failure = failure
+        return FailCall
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

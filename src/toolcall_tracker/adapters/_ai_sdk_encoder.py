@@ -11,8 +11,8 @@ from typing import Any, Final, Protocol
 
 from .._json import _ArgumentsError, parse_json
 from ..calls import Status, ToolCall
-from ..errors import ArgumentsTooLarge
 from ..events import Delta, End, Error, EventInput, Ready, Result, Start, parse_event
+from ..failures import ArgumentsTooLarge
 from ..limits import DEFAULT_LIMITS, Limits
 from ._ai_sdk_ids import AISDKStreamIds, fresh_id
 from ._ai_sdk_parts import (

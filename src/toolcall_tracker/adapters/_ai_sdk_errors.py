@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..errors import CallFailure
+from ..failures import CallFailure
 from ._calls import Record
 from ._common import _get
 

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from ..calls import Status, ToolCall
 from ..changes import ChangeListener
-from ..errors import IncompleteArguments
 from ..events import End
+from ..failures import IncompleteArguments
 from ._ai_sdk_encoder import ProgressLike
 from ._ai_sdk_ids import AISDKStreamIds, fresh_id
 from ._ai_sdk_parts import (

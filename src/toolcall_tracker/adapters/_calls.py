@@ -49,7 +49,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from .._lanes import give, lanes
-from ..errors import CallFailure
+from ..failures import CallFailure
 from ..limits import DEFAULT_LIMITS, Limits
 from ..sink import EventSink
 from ._call_rules import RULES, Rules

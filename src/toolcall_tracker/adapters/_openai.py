@@ -27,7 +27,7 @@ from typing import Any, Final, Literal, TypeAlias
 from pydantic import BaseModel
 
 from .._json import _ArgumentsError, parse_json
-from ..errors import CallFailure
+from ..failures import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record

@@ -89,7 +89,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Literal
 
-from ..errors import CallFailure
+from ..failures import CallFailure
 from ..limits import Limits
 from ._ai_sdk_encoder import (
     SSE_DONE,

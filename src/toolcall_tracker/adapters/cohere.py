@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any, Final, Literal
 
-from ..errors import CallFailure
+from ..failures import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, malformed_event

@@ -56,7 +56,7 @@ import math
 import re
 from typing import Any, Final, Literal
 
-from ..errors import CallFailure, IncompleteArguments
+from ..failures import CallFailure, IncompleteArguments
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record

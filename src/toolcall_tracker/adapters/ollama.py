@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any, Final, Literal
 
-from ..errors import CallFailure
+from ..failures import CallFailure
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record

@@ -35,6 +35,7 @@ from ._memory_journal import InMemoryJournal
 from ._protocol import (
     JOURNAL_FORMAT,
     RECORD_KINDS,
+    DurableError,
     Journal,
     JournalRecord,
     TurnExists,
@@ -44,7 +45,7 @@ from ._protocol import (
 from ._redis_journal import RedisJournal
 from ._redis_store import RedisOutcomeStore
 from ._restore import RestoredTurn, apply_events, restore, resume_turn
-from ._sqlite import DurableError, sqlite_path
+from ._sqlite import sqlite_path
 from ._sqlite_journal import SQLiteJournal
 from ._sqlite_store import SQLiteOutcomeStore
 

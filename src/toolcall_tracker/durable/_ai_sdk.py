@@ -37,7 +37,7 @@ from ..adapters.ai_sdk import SSE_DONE, AISDKEncoder, AISDKListener, to_sse
 from ..changes import ChangeListener
 from ..machine import ToolCallStateMachine
 from ._follow import FollowableJournal, FollowState
-from ._sqlite import DurableError
+from ._protocol import DurableError
 
 __all__ = ["follow_ui_sse", "follow_ui_stream"]
 

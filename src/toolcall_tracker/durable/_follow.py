@@ -46,8 +46,8 @@ from ..changes import ChangeListener
 from ..limits import Limits
 from ..machine import ToolCallStateMachine
 from ._journal import Journal, JournalRecord
+from ._protocol import DurableError
 from ._restore import check_record, read_head, replay_events
-from ._sqlite import DurableError
 
 __all__ = ["FENCE", "RUN_END", "FollowState", "FollowableJournal", "follow_batch", "poll_follow"]
 

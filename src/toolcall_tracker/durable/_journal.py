@@ -14,7 +14,7 @@ record kind     data (JSON)
 ``events``      stream events, as read from the machine's change feed: ``["s", id,
                 name]`` start, ``["d", id, text]`` delta, ``["r", id]`` ready, ``["R",
                 id, result]`` result, ``["F", id, failure]`` a library failure (a
-                :class:`~toolcall_tracker.errors.CallFailure`, as JSON), ``["E", id,
+                :class:`~toolcall_tracker.failures.CallFailure`, as JSON), ``["E", id,
                 error]`` any other error value, ``["e", ok, reason]`` end (a call the
                 end abandons has no event of its own: replaying the end abandons it)
 ``claim``       ``{"id", "tool", "fenced"}``: the call is being claimed (committed before
@@ -87,9 +87,8 @@ from typing import Any, NoReturn, Protocol, runtime_checkable
 from .._jsonout import _jsonable
 from ..calls import Status, ToolCall
 from ..changes import ChangeListener
-from ..errors import CallFailure
 from ..events import End
-from ..failures import OutcomeInDoubt
+from ..failures import CallFailure, OutcomeInDoubt
 from ..runner import (
     CallOutcome,
     Claim,
@@ -107,8 +106,7 @@ from ..runner import (
     supports_fencing,
 )
 from ..tracker import ToolCallTracker
-from ._protocol import Journal, JournalRecord, TurnLog, TurnSuperseded
-from ._sqlite import DurableError
+from ._protocol import DurableError, Journal, JournalRecord, TurnLog, TurnSuperseded
 
 __all__ = ["DurableTurn", "Journal", "JournalRecord"]
 

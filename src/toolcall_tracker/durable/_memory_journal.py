@@ -27,8 +27,7 @@ from typing import Any
 import anyio.lowlevel
 
 from ._follow import poll_follow
-from ._protocol import JOURNAL_FORMAT, JournalRecord
-from ._sqlite import DurableError
+from ._protocol import JOURNAL_FORMAT, DurableError, JournalRecord
 from ._writer import LogQueue, QueuedLog, Refused, Row, dump, superseded_error, turn_exists_error
 
 __all__ = ["InMemoryJournal"]

@@ -1,5 +1,6 @@
 """The journal's protocol and format: :class:`Journal`, :class:`TurnLog`, the record
-kinds, the format version, and the errors of taking a turn.
+kinds, the format version, and the durable layer's errors (:class:`DurableError`,
+and those of taking a turn).
 
 Theory of operation. A journal holds turns, each an ordered list of records under a turn
 id. Nobody appends to a turn directly: a writer first *takes* it and gets a
@@ -38,11 +39,10 @@ from __future__ import annotations
 
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
-from ._sqlite import DurableError
-
 __all__ = [
     "JOURNAL_FORMAT",
     "RECORD_KINDS",
+    "DurableError",
     "Journal",
     "JournalRecord",
     "TurnExists",
@@ -58,6 +58,15 @@ RECORD_KINDS: Final = frozenset(
     {"limits", "events", "claim", "start", "outcome", "runner", "run_end", "fence"}
 )
 """The record kinds of format 2 (see :mod:`toolcall_tracker.durable._journal`)."""
+
+
+class DurableError(RuntimeError):
+    """A durable store or journal could not be read or written.
+
+    Whatever depended on it did not happen: a tool whose claim could not be written does
+    not start (its call ends ``not_executed`` with this error's text), and a journal that
+    failed refuses every later write, so the turn fails closed.
+    """
 
 
 class TurnExists(DurableError):

@@ -30,7 +30,7 @@ from typing import Any, Final, TypeVar
 import anyio
 import anyio.to_thread
 
-from ._sqlite import DurableError
+from ._protocol import DurableError
 
 __all__ = ["Connection", "check_url", "key_bytes", "on_asyncio", "redis_module", "shown_url"]
 

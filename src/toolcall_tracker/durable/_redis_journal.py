@@ -55,9 +55,8 @@ import anyio.to_thread
 
 from ..limits import Limits
 from ._follow import FollowState, follow_batch
-from ._protocol import JOURNAL_FORMAT, JournalRecord
+from ._protocol import JOURNAL_FORMAT, DurableError, JournalRecord
 from ._redis import SOCKET_TIMEOUT, Connection, key_bytes, on_asyncio
-from ._sqlite import DurableError
 from ._writer import (
     COMMIT_TIMEOUT,
     JournalWriter,

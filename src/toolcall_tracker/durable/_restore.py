@@ -56,8 +56,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Final, NamedTuple
 
 from ..calls import Status, ToolCall
-from ..errors import CallFailure, InvalidEvent
-from ..failures import OutcomeInDoubt
+from ..errors import InvalidEvent
+from ..failures import CallFailure, OutcomeInDoubt
 from ..limits import Limits
 from ..runner import (
     CallOutcome,
@@ -71,8 +71,7 @@ from ..runner import (
 from ..sink import EventSink
 from ..tracker import ToolCallTracker
 from ._journal import DEFAULT_KEY_TTL, DurableTurn, Journal, JournalRecord, require_fencing
-from ._protocol import JOURNAL_FORMAT, RECORD_KINDS
-from ._sqlite import DurableError
+from ._protocol import JOURNAL_FORMAT, RECORD_KINDS, DurableError
 
 __all__ = ["RestoredTurn", "apply_events", "restore", "resume_turn"]
 

@@ -19,19 +19,12 @@ from typing import Any, Final, TypeVar
 import anyio
 import anyio.to_thread
 
-__all__ = ["Database", "DurableError", "sqlite_path"]
+from ._protocol import DurableError
+
+__all__ = ["Database", "sqlite_path"]
 
 _T = TypeVar("_T")
 _SYNCHRONOUS: Final = ("OFF", "NORMAL", "FULL", "EXTRA")
-
-
-class DurableError(RuntimeError):
-    """A durable store or journal could not be read or written.
-
-    Whatever depended on it did not happen: a tool whose claim could not be written does
-    not start (its call ends ``not_executed`` with this error's text), and a journal that
-    failed refuses every later write, so the turn fails closed.
-    """
 
 
 def sqlite_path(location: str | os.PathLike[str]) -> str:

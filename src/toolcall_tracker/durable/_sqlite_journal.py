@@ -38,8 +38,8 @@ import anyio.to_thread
 
 from ..limits import Limits
 from ._follow import poll_follow
-from ._protocol import JOURNAL_FORMAT, JournalRecord
-from ._sqlite import Database, DurableError, sqlite_path, transaction
+from ._protocol import JOURNAL_FORMAT, DurableError, JournalRecord
+from ._sqlite import Database, sqlite_path, transaction
 from ._writer import (
     COMMIT_TIMEOUT,
     JournalWriter,

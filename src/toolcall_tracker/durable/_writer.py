@@ -72,8 +72,7 @@ import anyio.to_thread
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ._closing import Closing
-from ._protocol import RECORD_KINDS, TurnExists, TurnSuperseded
-from ._sqlite import DurableError
+from ._protocol import RECORD_KINDS, DurableError, TurnExists, TurnSuperseded
 
 __all__ = [
     "COMMIT_TIMEOUT",

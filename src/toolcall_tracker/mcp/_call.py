@@ -10,7 +10,7 @@ a timeout, the run's deadline, the run's own cancellation), the request's task i
 cancelled, and the ``mcp`` client then sends ``notifications/cancelled`` for it (the 1.x
 SDK never did; the extra requires ``mcp>=2``).
 
-Outcomes: a result with ``isError`` raises :class:`~toolcall_tracker.failures.FailCall`
+Outcomes: a result with ``isError`` raises :class:`~toolcall_tracker.errors.FailCall`
 with an :class:`~toolcall_tracker.failures.McpFailed` (``tool_error``), as does an error
 response (``protocol_error``) and a closed connection (``disconnected``: only this
 session's calls fail). A session that reported a closed connection is remembered as gone
@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from ..failures import FailCall, McpFailed
+from ..errors import FailCall
+from ..failures import McpFailed
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -175,7 +176,8 @@ def _failed(target: Target, why: str, reason: Any, **fields: Any) -> McpFailed:
 
 
 def _result(target: Target, result: Any) -> Any:
-    """A successful result's value for the model, or :class:`FailCall` for ``isError``."""
+    """A successful result's value for the model, or
+    :class:`~toolcall_tracker.errors.FailCall` for ``isError``."""
     structured = getattr(result, "structured_content", None)
     blocks = list(getattr(result, "content", None) or ())
     texts = [block.text for block in blocks if getattr(block, "type", None) == "text"]

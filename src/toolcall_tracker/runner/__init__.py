@@ -84,7 +84,7 @@ from ._pending import (
     _Signer,
     merge_calls,
 )
-from ._policy import DEFAULT_MAX_THREADS, RunPolicy, ToolOptions
+from ._policy import DEFAULT_MAX_THREADS, RunnerSettings, RunPolicy
 from ._progress import ProgressUpdate
 from ._resume import StoreGuard
 from ._resume import resume as _resume
@@ -131,12 +131,12 @@ __all__ = [
     "RunControl",
     "RunnerEvent",
     "RunnerListener",
+    "RunnerSettings",
     "RunnerState",
     "StartGuard",
     "StoreGuard",
     "StopReason",
     "ToolLoop",
-    "ToolOptions",
     "ToolRunner",
     "merge_calls",
     "run_tools",
@@ -217,7 +217,7 @@ class ToolRunner(Generic[DepsT]):
         record_content: bool = False,
         max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
-        options = ToolOptions(
+        options = RunnerSettings(
             eager=eager,
             max_concurrency=max_concurrency,
             call_timeout=call_timeout,
@@ -244,7 +244,7 @@ class ToolRunner(Generic[DepsT]):
         )
 
     @property
-    def options(self) -> ToolOptions:
+    def options(self) -> RunnerSettings:
         """The runner's settings (a frozen value)."""
         return self._policy.options
 
@@ -452,6 +452,13 @@ async def run_tools(
 def __getattr__(name: str) -> Any:
     if name in DEPRECATED:
         return _deprecated(name)
+    if name == "ToolOptions":
+        warnings.warn(
+            "ToolOptions is deprecated: use RunnerSettings (the runner's settings)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return RunnerSettings
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -23,8 +23,7 @@ from pydantic import ValidationError
 
 from .._json import _ArgumentsError, parse_json
 from ..calls import ToolCall
-from ..errors import CallFailure
-from ..failures import ApprovalCheckFailed, UnknownTool
+from ..failures import ApprovalCheckFailed, CallFailure, UnknownTool
 from ..tools import Tool
 from . import _outcomes as outcomes
 from ._invoke import describe

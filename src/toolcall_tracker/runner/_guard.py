@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..calls import ToolCall
-from ..errors import CallFailure
+from ..failures import CallFailure
 
 __all__ = ["GuardOutcome", "StartGuard"]
 

@@ -42,9 +42,8 @@ from .._jsonout import _json_text, _plain_text
 from .._support import bounded_repr
 from ..calls import Status, ToolCall
 from ..changes import ChangeListener
-from ..errors import CallFailure
 from ..events import End
-from ..failures import ToolRaised
+from ..failures import CallFailure, ToolRaised
 from ..tracker import ToolCallTracker
 
 logger: Final = logging.getLogger("toolcall_tracker.runner")

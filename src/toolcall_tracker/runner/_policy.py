@@ -1,6 +1,6 @@
-"""A runner's settings: :class:`ToolOptions` (a frozen value) and the policy built from it.
+"""A runner's settings: :class:`RunnerSettings` (a frozen value) and the policy built from it.
 
-:class:`ToolOptions` is what :class:`~toolcall_tracker.runner.ToolRunner` was given;
+:class:`RunnerSettings` is what :class:`~toolcall_tracker.runner.ToolRunner` was given;
 :class:`RunPolicy` is built once from it and the tools, and is everything a turn reads of
 its runner: each tool's settings resolved against the runner's defaults, the signer of
 pending approvals, tracing, and the runner-wide
@@ -21,7 +21,7 @@ from ._slots import Capacity, TurnSlots
 if TYPE_CHECKING:
     from ._otel import Tracing
 
-__all__ = ["DEFAULT_MAX_THREADS", "RunPolicy", "ToolOptions"]
+__all__ = ["DEFAULT_MAX_THREADS", "RunPolicy", "RunnerSettings"]
 
 DEFAULT_MAX_THREADS = 40
 """Sync tools running at once per runner, abandoned ones included (on every backend)."""
@@ -33,8 +33,11 @@ def _positive_int(label: str, value: int | None) -> None:
 
 
 @dataclass(frozen=True)
-class ToolOptions:
+class RunnerSettings:
     """A :class:`ToolRunner`'s settings, as one frozen value (``runner.options``).
+
+    (Named ``ToolOptions`` up to 0.2; that name is a deprecated alias: these are the
+    runner's settings, not a tool's, which are :class:`~toolcall_tracker.Tool`'s own.)
 
     See :class:`ToolRunner` for each field.
 
@@ -64,7 +67,7 @@ class RunPolicy:
     def __init__(
         self,
         tools: dict[str, Tool[..., Any]],
-        options: ToolOptions,
+        options: RunnerSettings,
         signer: _Signer,
         tracing: Tracing | None,
     ) -> None:

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .._keys import call_key
 from ..calls import ToolCall
-from ..errors import ApprovalRefused, CallFailure
+from ..errors import ApprovalRefused
+from ..failures import CallFailure
 from ..tracker import ToolCallTracker
 from . import _outcomes as outcomes
 from ._approval import Resumed, Stamp

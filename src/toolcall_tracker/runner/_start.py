@@ -23,8 +23,8 @@ import anyio.lowlevel
 
 from .._toolcontext import ToolContext, ToolRetry
 from ..calls import ToolCall
-from ..errors import CallFailure
-from ..failures import ClaimFailed, FailCall, RetryRequested, ToolRaised
+from ..errors import FailCall
+from ..failures import CallFailure, ClaimFailed, RetryRequested, ToolRaised
 from ..tools import Tool
 from . import _outcomes as outcomes
 from ._guard import GuardOutcome

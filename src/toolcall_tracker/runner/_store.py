@@ -78,7 +78,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import failures as _failures  # noqa: F401 (registers the failure classes)
 from .._jsonout import _jsonable
-from ..errors import CallFailure
+from ..failures import CallFailure
 
 __all__ = [
     "OUTCOME_STORE_PROTOCOL",
@@ -127,7 +127,7 @@ class CallOutcome(BaseModel):
     def call_failure(self) -> CallFailure | None:
         """The failure as its :mod:`~toolcall_tracker.failures` class (``None`` for a
         result); a kind this version does not know comes back as a plain
-        :class:`~toolcall_tracker.errors.CallFailure` with its kind and message."""
+        :class:`~toolcall_tracker.failures.CallFailure` with its kind and message."""
         if self.kind != "failure":
             return None
         data = dict(self.failure or {})

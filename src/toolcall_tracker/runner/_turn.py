@@ -25,8 +25,8 @@ import anyio.lowlevel
 from .._keys import call_key, idempotency_key
 from ..calls import Status, ToolCall
 from ..changes import ChangeListener
-from ..errors import CallFailure
 from ..events import End
+from ..failures import CallFailure
 from ..tracker import ToolCallTracker
 from . import _outcomes as outcomes
 from ._admit import admit, bind_edited, decide_need
