@@ -55,6 +55,7 @@ __all__ = [
     "FieldError",
     "IncompleteArguments",
     "InvalidArguments",
+    "MalformedStreamItem",
     "McpFailed",
     "NotExecuted",
     "OutcomeInDoubt",
@@ -107,6 +108,19 @@ class ArgumentsTooLarge(CallFailure):
     kind: Literal["arguments_too_large"] = "arguments_too_large"
     limit: int
     received: int
+
+
+class MalformedStreamItem(CallFailure):
+    """Base of the adapters' "malformed" values: an item of the provider's stream that
+    concerned this call could not be used (a field of the wrong type, a name that never
+    came, arguments that cannot be written as JSON), so the call cannot be trusted and
+    fails alone.
+
+    Each adapter's value derives from it and keeps its own ``kind``
+    (``anthropic_malformed_event``, ``openai``'s ``malformed_tool_call``...), so
+    ``isinstance(call.error, MalformedStreamItem)`` tells a broken stream from a failed
+    tool on every provider.
+    """
 
 
 class FieldError(BaseModel):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ..failures import CallFailure
+from ..failures import CallFailure, MalformedStreamItem
 from ._calls import Record
 from ._common import _get
 
@@ -68,7 +68,7 @@ class AISDKStepReset(CallFailure):
     was_ready: bool = False
 
 
-class AISDKMalformedPart(CallFailure):
+class AISDKMalformedPart(MalformedStreamItem):
     """A part for this call was malformed (a delta that is not a string, no tool name...)."""
 
     kind: Literal["ai_sdk_malformed_part"] = "ai_sdk_malformed_part"

@@ -27,7 +27,7 @@ from typing import Any, Final, Literal, TypeAlias
 from pydantic import BaseModel
 
 from .._json import _ArgumentsError, parse_json
-from ..failures import CallFailure
+from ..failures import CallFailure, MalformedStreamItem
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record
@@ -63,7 +63,7 @@ class OpenAITurnCutOff(OpenAICallFailure):
     choice: int | None = None
 
 
-class OpenAIMalformedToolCall(OpenAICallFailure):
+class OpenAIMalformedToolCall(OpenAICallFailure, MalformedStreamItem):
     """A field the call needs was unusable; ``field`` names it (``"function.arguments"``).
 
     Also the value of a call whose argument text, sent before its name, outgrew

@@ -73,7 +73,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any, Final, Literal
 
-from ..failures import CallFailure
+from ..failures import CallFailure, MalformedStreamItem
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, malformed_event
@@ -82,7 +82,7 @@ from ._common import _IS_MAPPING, READ_ERRORS, _get, _plain, logger
 __all__ = ["AnthropicAdapter", "AnthropicMalformedEvent", "AnthropicServerToolError"]
 
 
-class AnthropicMalformedEvent(CallFailure):
+class AnthropicMalformedEvent(MalformedStreamItem):
     """A stream event concerning this call was malformed, so the call cannot be trusted.
 
     ``event_type`` is the offending event's ``type``; ``index`` its content block index.

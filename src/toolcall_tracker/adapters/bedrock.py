@@ -59,7 +59,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any, Final, Literal
 
-from ..failures import CallFailure
+from ..failures import CallFailure, MalformedStreamItem
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, malformed_event
@@ -68,7 +68,7 @@ from ._common import READ_ERRORS, _get, _json_text, _plain, logger
 __all__ = ["BedrockConverseAdapter", "BedrockMalformedEvent", "BedrockServerToolError"]
 
 
-class BedrockMalformedEvent(CallFailure):
+class BedrockMalformedEvent(MalformedStreamItem):
     """A stream event concerning this call was malformed, so the call cannot be trusted.
 
     ``event_type`` is the offending event's key (``contentBlockDelta``...); ``index`` its

@@ -50,7 +50,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any, Final, Literal
 
-from ..failures import CallFailure
+from ..failures import MalformedStreamItem
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, malformed_event
@@ -59,7 +59,7 @@ from ._common import READ_ERRORS, _get, logger
 __all__ = ["CohereAdapter", "CohereMalformedEvent"]
 
 
-class CohereMalformedEvent(CallFailure):
+class CohereMalformedEvent(MalformedStreamItem):
     """A stream event concerning this call was malformed, so the call cannot be trusted.
 
     ``event_type`` is the offending event's ``type``; ``index`` its tool-call index.

@@ -56,7 +56,7 @@ import math
 import re
 from typing import Any, Final, Literal
 
-from ..failures import CallFailure, IncompleteArguments
+from ..failures import CallFailure, IncompleteArguments, MalformedStreamItem
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record
@@ -71,7 +71,7 @@ from ._common import (
 __all__ = ["GeminiAdapter", "GeminiMalformedCall"]
 
 
-class GeminiMalformedCall(CallFailure):
+class GeminiMalformedCall(MalformedStreamItem):
     """A function call's parts could not be turned into argument JSON.
 
     ``json_path`` is the offending ``partial_args`` path, when one is to blame.

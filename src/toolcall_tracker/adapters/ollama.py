@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any, Final, Literal
 
-from ..failures import CallFailure
+from ..failures import MalformedStreamItem
 from ..limits import Limits
 from ._base import SinkAdapter
 from ._calls import RULES, CallTable, Record
@@ -57,7 +57,7 @@ from .openai_chat import OpenAIChatAdapter
 __all__ = ["OllamaAdapter", "OllamaMalformedToolCall"]
 
 
-class OllamaMalformedToolCall(CallFailure):
+class OllamaMalformedToolCall(MalformedStreamItem):
     """A tool call of the stream was unusable: no string name, or arguments that cannot
     be written as JSON. ``field`` names the field (``"function.name"``...)."""
 
