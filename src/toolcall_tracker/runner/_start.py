@@ -1,4 +1,4 @@
-"""A call's entry in the turn's table, and the task that runs its tool (private).
+"""The task that runs a call's tool, from its slot to its recorded outcome (private).
 
 :func:`run_tool` is the task a call gets with its slot (``claiming``). It asks the store
 guard (if any), fires ``claimed`` (the turn's ``may_start`` has the last word), runs the
@@ -22,11 +22,10 @@ import anyio
 import anyio.lowlevel
 
 from .._toolcontext import ToolContext, ToolRetry
-from ..calls import ToolCall
 from ..errors import FailCall
 from ..failures import CallFailure, ClaimFailed, RetryRequested, ToolRaised
-from ..tools import Tool
 from . import _outcomes as outcomes
+from ._calls import RunnerCall
 from ._guard import GuardOutcome
 from ._invoke import Raised, describe, invoke
 from ._progress import ProgressUpdate
@@ -43,40 +42,7 @@ S: Final = RunnerState
 E: Final = RunnerEvent
 
 
-class Entry:
-    """One call in the turn's table, from ready until it leaves (terminal state)."""
-
-    __slots__ = (
-        "args",
-        "call",
-        "edited",
-        "gated",
-        "job",
-        "kwargs",
-        "released_by_thread",
-        "scope",
-        "slot",
-        "spec",
-        "state",
-        "tool_started",
-    )
-
-    def __init__(self, call: ToolCall) -> None:
-        self.call = call
-        self.state = S.STREAMING
-        self.spec: Tool[..., Any] | None = None
-        self.args: tuple[Any, ...] = ()
-        self.kwargs: dict[str, Any] = {}
-        self.gated = True
-        self.edited: Any = None  # the arguments a human approved instead of the model's
-        self.scope: anyio.CancelScope | None = None  # while its task runs
-        self.job: ThreadJob | None = None  # a sync tool's thread
-        self.slot = False  # holds a slot (of the turn, of its tool, a thread if sync)
-        self.released_by_thread = False  # an abandoned thread gave its capacity back
-        self.tool_started = False
-
-
-async def run_tool(turn: Turn, item: Entry) -> None:
+async def run_tool(turn: Turn, item: RunnerCall) -> None:
     """The task of one call from ``claiming`` on (see the module's docstring).
 
     One cancel scope per call, ``item.scope``: the table cancels it to stop the tool
@@ -152,7 +118,7 @@ async def run_tool(turn: Turn, item: Entry) -> None:
         _after(turn, item)
 
 
-async def _claim(turn: Turn, item: Entry) -> bool:
+async def _claim(turn: Turn, item: RunnerCall) -> bool:
     """``claiming`` -> ``running`` (or the call ends here); whether the tool may run."""
     guard, call = turn.guard, item.call
     if guard is not None:
@@ -177,7 +143,7 @@ async def _claim(turn: Turn, item: Entry) -> bool:
     return item.state is S.RUNNING
 
 
-async def _record(turn: Turn, item: Entry, ended: tuple[Any, CallFailure | None]) -> None:
+async def _record(turn: Turn, item: RunnerCall, ended: tuple[Any, CallFailure | None]) -> None:
     guard = turn.guard
     if guard is not None:
         try:
@@ -191,7 +157,7 @@ async def _record(turn: Turn, item: Entry, ended: tuple[Any, CallFailure | None]
     turn.fire(item, E.RECORDED, ended)
 
 
-def _after(turn: Turn, item: Entry) -> None:
+def _after(turn: Turn, item: RunnerCall) -> None:
     """The task ends: an abandoned call's tool has stopped, unless its thread runs on."""
     if item.state is not S.ABANDONED:
         return
@@ -212,7 +178,7 @@ def _after(turn: Turn, item: Entry) -> None:
     turn.stopped(item)
 
 
-def _progress(turn: Turn, item: Entry) -> Callable[[Any], None] | None:
+def _progress(turn: Turn, item: RunnerCall) -> Callable[[Any], None] | None:
     """The call's progress publisher (``None`` without a run control to publish to), for
     an async-generator tool's values and ``ToolContext.progress`` alike: callable from the
     event loop or, for a sync tool, from its thread (then handed to the loop, in order)."""
@@ -238,7 +204,7 @@ def _progress(turn: Turn, item: Entry) -> Callable[[Any], None] | None:
 
 
 def _with_context(
-    turn: Turn, item: Entry, publish: Callable[[Any], None] | None
+    turn: Turn, item: RunnerCall, publish: Callable[[Any], None] | None
 ) -> tuple[ToolContext[Any] | None, dict[str, Any]]:
     """The call's :class:`ToolContext` and the keyword arguments that pass it, if its tool
     declares one (else ``None`` and the arguments as they are)."""

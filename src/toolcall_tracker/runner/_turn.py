@@ -1,6 +1,6 @@
 """One :meth:`ToolRunner.run`: the calls of one turn, driven through the runner's table.
 
-The turn holds one :class:`CallTable` and changes a call's state only in :meth:`Turn.fire`,
+The turn holds one :class:`RunnerCallTable` and changes a call's state only in :meth:`Turn.fire`,
 which looks the event up in :data:`~toolcall_tracker.runner._table.TRANSITIONS` and takes
 the cell's step (the table module tells the whole story). Events come from the tracker
 (ready, the turn's end, closing, other code ending a call), the application (decisions and
@@ -31,13 +31,13 @@ from ..tracker import ToolCallTracker
 from . import _outcomes as outcomes
 from ._admit import admit, bind_edited, decide_need
 from ._approval import ApprovalDesk, Resumed, Stamp
-from ._calls import CallTable
+from ._calls import RunnerCall, RunnerCallTable
 from ._guard import StartGuard
 from ._invoke import describe
 from ._pending import PendingApproval
 from ._policy import RunPolicy
 from ._ports import Link
-from ._start import Entry, run_tool
+from ._start import run_tool
 from ._table import TRANSITIONS, RunnerEvent, RunnerListener, RunnerState, resolved
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class Turn(ChangeListener):
         if stamp is None:  # a resume's is its state's; a new turn's nonce is made when needed
             stamp = resumed.stamp if resumed is not None else Stamp()
         self._desk = ApprovalDesk(policy.signer, stamp, link, tracker)
-        self._table = CallTable(listener)
+        self._table = RunnerCallTable(listener)
         self._held = self._table.by_id  # (read by every ``fire``)
         self._slots = policy.turn_slots()
         self._timeout_at = math.inf  # the runner's overall timeout (bounds the tools)
@@ -182,7 +182,7 @@ class Turn(ChangeListener):
 
     # -- the table ----------------------------------------------------------------------
 
-    def fire(self, item: Entry, event: RunnerEvent, payload: Any = None) -> bool:
+    def fire(self, item: RunnerCall, event: RunnerEvent, payload: Any = None) -> bool:
         """Apply ``event`` to ``item`` through ``TRANSITIONS``; ``False`` if ignored."""
         state = item.state
         if state is not _STREAMING and self._held.get(item.call.id) is not item:
@@ -195,11 +195,15 @@ class Turn(ChangeListener):
         return True
 
     def _move(
-        self, item: Entry, after: RunnerState, event: RunnerEvent, targets: tuple[RunnerState, ...]
+        self,
+        item: RunnerCall,
+        after: RunnerState,
+        event: RunnerEvent,
+        targets: tuple[RunnerState, ...],
     ) -> None:
         self._table.move(item, after, event, targets, self._moved)
 
-    def _moved(self, item: Entry, before: RunnerState) -> None:
+    def _moved(self, item: RunnerCall, before: RunnerState) -> None:
         if before is S.AWAITING_APPROVAL and item.state is not S.AWAITING_APPROVAL:
             self._desk.withdraw(item.call.id)
         if self._idle is not None and not self._unsettled():
@@ -224,7 +228,7 @@ class Turn(ChangeListener):
 
     # -- the steps (one per ``Step``; each moves the call, then acts) -------------------
 
-    def _step_admit(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+    def _step_admit(self, item: RunnerCall, event: RunnerEvent, targets: Any, _: Any) -> None:
         call = item.call
         self._move(item, S.VALIDATING, event, targets)
         if self.tracker.status(call.id) is not _RUNNING:
@@ -250,7 +254,7 @@ class Turn(ChangeListener):
             item.spec, call, lambda event, payload: self.fire(item, event, payload), self._tg
         )
 
-    def _step_ask(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+    def _step_ask(self, item: RunnerCall, event: RunnerEvent, targets: Any, _: Any) -> None:
         call, resumed, link = item.call, self._resumed, self.link
         # A decision brought along (a resume's, or one preset on the control) applies now.
         decided = resumed.decisions if resumed is not None else link.decided if link else {}
@@ -289,7 +293,7 @@ class Turn(ChangeListener):
                 self.link.edited[call_id] = item.edited
         return self.fire(item, E.APPROVED)
 
-    def _step_proceed(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+    def _step_proceed(self, item: RunnerCall, event: RunnerEvent, targets: Any, _: Any) -> None:
         end = self._gate  # the end the turn's calls were told about (ready order holds)
         if not item.gated or (end is not None and end.ok):
             self._move(item, S.WAITING_SLOT, event, targets)
@@ -300,23 +304,23 @@ class Turn(ChangeListener):
             self._move(item, S.NOT_EXECUTED, event, targets)
             self._write(item.call.id, outcomes.not_executed(item.call, end.reason), error=True)
 
-    def _step_gate(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+    def _step_gate(self, item: RunnerCall, event: RunnerEvent, targets: Any, _: Any) -> None:
         if item.gated:
             end = self.tracker.end
             failure = outcomes.not_executed(item.call, end.reason if end else None)
             self._step_fail(item, event, targets, failure)
 
-    def _step_queue(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+    def _step_queue(self, item: RunnerCall, event: RunnerEvent, targets: Any, _: Any) -> None:
         self._move(item, S.WAITING_SLOT, event, targets)
         self._enqueue(item)
 
-    def _step_claim(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+    def _step_claim(self, item: RunnerCall, event: RunnerEvent, targets: Any, _: Any) -> None:
         assert self._tg is not None  # (the backend's scope class: no look-up, one __init__)
         item.scope = type(self._tg.cancel_scope)()
         self._move(item, S.CLAIMING, event, targets)
         self._tg.start_soon(run_tool, self, item, name=f"tool {item.call.name} ({item.call.id})")
 
-    def _step_start(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+    def _step_start(self, item: RunnerCall, event: RunnerEvent, targets: Any, _: Any) -> None:
         failure = self.may_start(item)
         if failure is None:
             self._move(item, S.RUNNING, event, targets)
@@ -327,7 +331,7 @@ class Turn(ChangeListener):
         else:  # (a call that other code ended keeps its outcome: nothing is written)
             self._step_fail(item, event, targets, failure)
 
-    def may_start(self, item: Entry) -> CallFailure | None:
+    def may_start(self, item: RunnerCall) -> CallFailure | None:
         """The one guard before a tool starts, on live state; ``None``: it may start."""
         tracker, call = self.tracker, item.call
         if tracker.closed:
@@ -344,7 +348,9 @@ class Turn(ChangeListener):
             return self._timed_out(call, False)
         return None
 
-    def _step_settle(self, item: Entry, event: RunnerEvent, targets: Any, outcome: Any) -> None:
+    def _step_settle(
+        self, item: RunnerCall, event: RunnerEvent, targets: Any, outcome: Any
+    ) -> None:
         self._move(item, S.NOT_EXECUTED, event, targets)
         self._release(item)
         failure: CallFailure | None = outcome.failure
@@ -353,30 +359,32 @@ class Turn(ChangeListener):
         else:
             self._write(item.call.id, outcome.result, error=False)
 
-    def _step_record(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+    def _step_record(self, item: RunnerCall, event: RunnerEvent, targets: Any, _: Any) -> None:
         self._move(item, S.RECORDING, event, targets)
         self._release(item)
 
-    def _step_finish(self, item: Entry, event: RunnerEvent, targets: Any, outcome: Any) -> None:
+    def _step_finish(
+        self, item: RunnerCall, event: RunnerEvent, targets: Any, outcome: Any
+    ) -> None:
         self._move(item, S.FINISHED if event is E.RECORDED else S.IN_DOUBT, event, targets)
         result, failure = outcome
         self._write(
             item.call.id, failure if failure is not None else result, error=failure is not None
         )
 
-    def _step_doubt(self, item: Entry, event: RunnerEvent, targets: Any, outcome: Any) -> None:
+    def _step_doubt(self, item: RunnerCall, event: RunnerEvent, targets: Any, outcome: Any) -> None:
         message = "call %r: its tool ran; the store could not record it: in doubt (never rerun)"
         logger.warning(message, item.call.id)
         self._step_finish(item, event, targets, outcome)
 
-    def _step_fail(self, item: Entry, event: RunnerEvent, targets: Any, failure: Any) -> None:
+    def _step_fail(self, item: RunnerCall, event: RunnerEvent, targets: Any, failure: Any) -> None:
         assert isinstance(failure, CallFailure), (event, failure)
         self._move(item, S.NOT_EXECUTED, event, targets)
         self._release(item)
         if self.tracker.status(item.call.id) in (Status.PENDING, _RUNNING):
             self._write(item.call.id, failure, error=True)
 
-    def _step_hold(self, item: Entry, event: RunnerEvent, targets: Any, failure: Any) -> None:
+    def _step_hold(self, item: RunnerCall, event: RunnerEvent, targets: Any, failure: Any) -> None:
         if self.link is not None and self.link.defer:
             return  # stays awaiting approval: ``control.pending`` will hold it
         call = item.call
@@ -384,24 +392,24 @@ class Turn(ChangeListener):
             item, event, targets, outcomes.denied(call, "timeout", self.policy.options.timeout)
         )
 
-    def _step_leave(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+    def _step_leave(self, item: RunnerCall, event: RunnerEvent, targets: Any, _: Any) -> None:
         self._move(item, S.NOT_EXECUTED, event, targets)
         self._release(item)
 
-    def _step_stop(self, item: Entry, event: RunnerEvent, targets: Any, failure: Any) -> None:
+    def _step_stop(self, item: RunnerCall, event: RunnerEvent, targets: Any, failure: Any) -> None:
         self._move(item, S.ABANDONED, event, targets)
         if failure is not None and self.tracker.status(item.call.id) is _RUNNING:
             self._write(item.call.id, failure, error=True)
         if item.scope is not None:
             item.scope.cancel()  # its task sees the call ended and stops the tool
 
-    def _step_release(self, item: Entry, event: RunnerEvent, targets: Any, _: Any) -> None:
+    def _step_release(self, item: RunnerCall, event: RunnerEvent, targets: Any, _: Any) -> None:
         self._move(item, S.FINISHED, event, targets)
         self._release(item)
 
     # -- slots --------------------------------------------------------------------------
 
-    def _enqueue(self, item: Entry) -> None:
+    def _enqueue(self, item: RunnerCall) -> None:
         assert item.spec is not None
         if self._slots.take_now(item.spec.name, self._tg is not None, self._scope):
             item.slot = True  # nobody queued: it is what _dispatch would grant it
@@ -428,7 +436,7 @@ class Turn(ChangeListener):
             self.fire(item, E.SLOT_GRANTED)
         slots.listen(self._tg is not None, self._token, self._dispatch)
 
-    def _release(self, item: Entry) -> None:
+    def _release(self, item: RunnerCall) -> None:
         """Give back a call's slot (its tool has really stopped)."""
         if item.slot:
             item.slot = False
@@ -456,7 +464,7 @@ class Turn(ChangeListener):
         if call is None or call.status in _FINISHED:
             return False
         # streaming, or ready and not yet taken up: it ends here and never runs
-        return self.fire(Entry(call), E.CANCEL, outcomes.cancelled(call, False, why, reason))
+        return self.fire(RunnerCall(call), E.CANCEL, outcomes.cancelled(call, False, why, reason))
 
     def awaiting(self) -> list[PendingApproval]:
         return self._desk.awaiting()
@@ -469,7 +477,7 @@ class Turn(ChangeListener):
     def _ready(self, call: ToolCall) -> None:
         if self.tracker.status(call.id) is not _RUNNING or self._table.get(call.id) is not None:
             return  # failed (or cancelled) already: nothing to run
-        self.fire(Entry(call), E.READY)
+        self.fire(RunnerCall(call), E.READY)
 
     def _turn_ended(self) -> None:
         end = self._gate = self.tracker.end
@@ -499,11 +507,11 @@ class Turn(ChangeListener):
 
     # -- what the tool's task reads (``._start``) ---------------------------------------
 
-    def stopped(self, item: Entry) -> None:
+    def stopped(self, item: RunnerCall) -> None:
         """An abandoned call's tool has really stopped."""
         self.fire(item, E.TOOL_STOPPED)
 
-    def stopped_because(self, item: Entry) -> tuple[RunnerEvent, CallFailure]:
+    def stopped_because(self, item: RunnerCall) -> tuple[RunnerEvent, CallFailure]:
         """Why a call's task was cancelled by its run: the deadline, or a cancellation."""
         if self._expired_now():
             return E.DEADLINE, self._timed_out(item.call, item.tool_started)
