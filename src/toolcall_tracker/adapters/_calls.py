@@ -293,8 +293,15 @@ class CallTable:
         if not record.streaming or type(text) is not str or not text:
             return False
         lane = record.lane  # the machine's record of the call: see _CallRecord.append
-        if lane is not None and lane.append(text):
-            return True
+        if lane is not None:
+            # (an inlined copy of _CallRecord.append: see tests/test_machine_hot_path.py)
+            budget = lane.budget - len(text)
+            if budget >= 0:
+                lane.budget = budget
+                lane.parts.append(text)
+                return True
+            if lane.budget >= 0 and lane.add(text):
+                return True
         try:
             self._delta(record.call_id, text)
         except Exception as exc:
