@@ -138,9 +138,9 @@ class ToolCallStateMachine:
             InvalidEvent: the event is malformed; nothing changed.
         """
         # The hot path: a well-formed fragment, as a plain dict or a Delta model, that fits
-        # in its call's fast lane (only a pending call has one) is appended right here: the
-        # first lines of _CallRecord.append, inlined to save a call per fragment;
-        # tests/test_machine_hot_path.py checks that every route does the same. Anything
+        # in its call's fast lane (only a pending call has one) is appended right here,
+        # through _CallRecord.append (the record's own method: only _reducer writes a
+        # record); tests/test_machine_hot_path.py checks that every route does the same. Anything
         # else, or anything unusual, takes the general path, which validates, decides and
         # reports.
         cls = type(event)
@@ -186,7 +186,7 @@ class ToolCallStateMachine:
         """Apply ``delta``: exactly ``apply(Delta(id=call_id, args_text_delta=text))``.
 
         This is the hot path of every adapter: a fragment that fits in its call's fast
-        lane is appended here (the first lines of ``_CallRecord.append``, inlined); the
+        lane is appended here (``_CallRecord.append``, the record's own method); the
         rest goes to the table's delta step.
         """
         record = self._calls.get(call_id) if type(call_id) is str and type(text) is str else None
