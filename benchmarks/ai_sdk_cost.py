@@ -18,7 +18,7 @@ printed: the median per part and the median of the per-round ratios to the floor
   ``finish-step``, end the turn;
 - ``format+check``: the same loop, also comparing the stated input with the parsed text
   as the reader does (a parse, ``==`` and two ``to_json``) and handing that parse to the
-  machine, as the reader does (``_lanes.give``);
+  machine, as the reader does (``_CallRecord.give``);
 - ``reader``: ``apply_stream(ToolCallTracker(), items, AISDKAdapter())``, as ``run.py``
   measures it.
 
@@ -47,14 +47,14 @@ from streams import build_workload
 
 from toolcall_tracker import ToolCallTracker
 from toolcall_tracker._json import parse_json
-from toolcall_tracker._lanes import give, lanes
 from toolcall_tracker.adapters import AISDKAdapter, apply_stream
+from toolcall_tracker.machine import _lanes_of
 
 
 def format_loop(items: list[Any], check: bool) -> None:
     """What the format requires of a tracker, hand-written (see the module docstring)."""
     machine = ToolCallTracker().machine
-    records = lanes(machine)
+    records = _lanes_of(machine)
     assert records is not None
     start, delta, ready = machine.write_start, machine.write_delta, machine.write_ready
     held: dict[str, list[str]] = {}
@@ -73,7 +73,7 @@ def format_loop(items: list[Any], check: bool) -> None:
             if check:
                 stated, parsed = part["input"], parse_json(text)
                 if parsed == stated and to_json(parsed) == to_json(stated):
-                    give(records[call_id], text, parsed)
+                    records[call_id].give(text, parsed)
             step.append(call_id)
         elif kind == "finish-step":
             for call_id in step:

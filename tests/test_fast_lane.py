@@ -2,7 +2,7 @@
 
 The call table keeps, for each call it starts in a machine, the machine's record of it
 and appends a fragment that fits in the record's lane without ``write_delta``
-(``toolcall_tracker._lanes``). Whatever the stream, the limits and the listeners, that
+(``_CallRecord.append``). Whatever the stream, the limits and the listeners, that
 must leave the machine exactly as the event models applied one by one to a machine whose
 records have no lane (a fragment listener is subscribed from the start) do, and report the
 same ignored events and fragments.
@@ -185,7 +185,7 @@ def test_more_and_more_of_are_one_fast_path(
     assert outcomes[0] == outcomes[1]
 
 
-# -- a parse handed over (toolcall_tracker._lanes.give) -----------------------------------
+# -- a parse handed over (_CallRecord.give) ------------------------------------------------
 
 
 def _ui_call(call_id: str, fragments: list[str], stated: Any) -> list[dict[str, Any]]:
@@ -236,16 +236,14 @@ def test_a_streamed_text_the_reader_parsed_is_parsed_once(
 
 
 def test_a_handed_parse_is_taken_only_for_that_very_text() -> None:
-    """``give`` pins the value to the text object: text appended afterwards, a failed call
-    or a call that is no longer pending never takes it."""
-    from toolcall_tracker._lanes import give
-
+    """``_CallRecord.give`` pins the value to the text object: text appended afterwards, a
+    failed call or a call that is no longer pending never takes it."""
     machine = ToolCallStateMachine()
     machine.write_start("a", "f")
     record = machine._calls["a"]  # type: ignore[attr-defined]
     text = '{"x": 1}'
     machine.write_delta("a", text)
-    give(record, text, {"x": "not the parse"})  # a wrong value proves which was taken
+    record.give(text, {"x": "not the parse"})  # a wrong value proves which was taken
     machine.write_delta("a", " ")  # the text the machine holds is no longer that object
     machine.write_ready("a")
     call = machine.get("a")
@@ -255,18 +253,18 @@ def test_a_handed_parse_is_taken_only_for_that_very_text() -> None:
     machine.write_start("b", "f")
     record = machine._calls["b"]  # type: ignore[attr-defined]
     machine.write_delta("b", text)
-    give(record, text, {"x": "handed"})
+    record.give(text, {"x": "handed"})
     machine.write_error("b", "stopped")
     assert record.given is None  # released with the failed call
 
-    give(record, text, {"x": "late"})  # not pending: nothing is kept
+    record.give(text, {"x": "late"})  # not pending: nothing is kept
     assert record.given is None
 
     machine.write_start("c", "f")
     record = machine._calls["c"]  # type: ignore[attr-defined]
     machine.write_delta("c", text)
     handed = {"x": 1}
-    give(record, text, handed)
+    record.give(text, handed)
     machine.write_ready("c")
     assert record.args is handed  # taken as it is: not parsed again
     assert record.given is None

@@ -210,7 +210,7 @@ class _CallRecord:
         self.small = 0
         self.text: str | None = None
         self.args: Any = None
-        # ``(text, value)``: the parse of ``text`` an adapter already made (see _lanes).
+        # ``(text, value)``: the parse of ``text`` an adapter already made (see give).
         self.given: tuple[str, Any] | None = None
         self.result: Any = None
         self.error: Any = None
@@ -231,6 +231,37 @@ class _CallRecord:
         """Characters of argument text still allowed (lane and held together)."""
         budget = self.budget
         return self.held + budget if budget > 0 else self.held
+
+    # -- the fast lane: the one way in for an adapter's fragments ------------------------
+    #
+    # A machine keeps a pending call's argument text in this record, whose ``budget`` is
+    # the call's *fast lane*: the characters that may be appended with no other check (see
+    # ``append``). An adapter's call table writing into a machine keeps, for each call it
+    # starts, the machine's record of that call (``machine._lanes_of``), and calls
+    # ``append`` with a fragment: one that fits in the lane costs one subtraction, one
+    # comparison and one list append, without the machine's ``write_delta`` and its
+    # look-up. A fragment that does not fit refills the lane as ``write_delta`` would
+    # (``add``: coalescing the fragments when it is time), and one that does not fit the
+    # call's room either, or meets a closed lane, goes through ``write_delta`` and the
+    # table's path.
+    #
+    # This is safe because a lane only ever admits what ``write_delta`` would append
+    # without a report: the machine closes a call's lane (``budget = -1``) when the call
+    # leaves ``pending`` (so a record held after that appends nothing) and whenever a
+    # fragment listener must be told of each fragment. The machine routes fragments by id
+    # and never replaces a record under an id, so the record looked up at the call's start
+    # stays that call's.
+    #
+    # A table that parsed a call's whole argument text itself (the AI SDK reader compares
+    # it with the input the server states) hands that parse over with ``give``, so that the
+    # text is parsed once. The machine takes it at ``ready`` only if the text it then holds
+    # is that very string object (strings are immutable, and ``parse_json`` gives equal
+    # values for one text), and drops it when the call fails. The value is the machine's
+    # from then on: the table keeps no reference to it.
+    #
+    # Only this module writes a record's fields: the machine and the adapters' tables call
+    # these methods (one inlined copy of ``append``'s first lines stays on the hottest
+    # path, marked, and tests/test_machine_hot_path.py compares it with the method).
 
     def append(self, text: str) -> bool:
         """The hot path's APPEND: append ``text`` and return ``True`` if the call's lane is
@@ -271,6 +302,12 @@ class _CallRecord:
         if self.budget >= 0:
             self.held += self.budget
             self.budget = -1
+
+    def give(self, text: str, value: Any) -> None:
+        """Keep ``value``, the parse of ``text`` by ``parse_json``, for ``ready`` to take if
+        the call's text is then ``text`` itself; nothing unless the call is pending."""
+        if self.status is PENDING:
+            self.given = (text, value)
 
     def coalesce(self) -> None:
         """Join the last ``_COALESCE`` fragments into one block if they are small, and every

@@ -138,9 +138,9 @@ class ToolCallStateMachine:
             InvalidEvent: the event is malformed; nothing changed.
         """
         # The hot path: a well-formed fragment, as a plain dict or a Delta model, that fits
-        # in its call's fast lane (only a pending call has one) is appended right here: the
-        # first lines of _CallRecord.append, inlined to save a call per fragment;
-        # tests/test_machine_hot_path.py checks that every route does the same. Anything
+        # in its call's fast lane (only a pending call has one) is appended right here,
+        # through _CallRecord.append (the record's own method: only _reducer writes a
+        # record); tests/test_machine_hot_path.py checks that every route does the same. Anything
         # else, or anything unusual, takes the general path, which validates, decides and
         # reports.
         cls = type(event)
@@ -157,14 +157,8 @@ class ToolCallStateMachine:
             text = None
         if type(text) is str and type(call_id) is str:
             record = self._calls.get(call_id)
-            if record is not None:
-                budget = record.budget - len(text)
-                if budget >= 0:
-                    record.budget = budget
-                    record.parts.append(text)
-                    return
-                if record.budget >= 0 and record.add(text):
-                    return
+            if record is not None and record.append(text):
+                return
         decoded = decode(event)
         if decoded is None:
             self._ignore(event, IgnoreReason.UNKNOWN_TYPE)
@@ -192,18 +186,12 @@ class ToolCallStateMachine:
         """Apply ``delta``: exactly ``apply(Delta(id=call_id, args_text_delta=text))``.
 
         This is the hot path of every adapter: a fragment that fits in its call's fast
-        lane is appended here (the first lines of ``_CallRecord.append``, inlined); the
+        lane is appended here (``_CallRecord.append``, the record's own method); the
         rest goes to the table's delta step.
         """
         record = self._calls.get(call_id) if type(call_id) is str and type(text) is str else None
-        if record is not None:
-            budget = record.budget - len(text)
-            if budget >= 0:
-                record.budget = budget
-                record.parts.append(text)
-                return
-            if record.budget >= 0 and record.add(text):
-                return
+        if record is not None and record.append(text):
+            return
         self._write("delta", call_id, text)
 
     def write_ready(self, call_id: str) -> None:
@@ -244,6 +232,19 @@ class ToolCallStateMachine:
         """The status of call ``call_id`` (``None`` if there is no such call); no snapshot."""
         record = self._calls.get(call_id)
         return None if record is None else record.status
+
+    def open_machine(self) -> ToolCallStateMachine:
+        """The machine that takes this sink's events: the machine itself.
+
+        Part of the sinks' small ``open_machine`` protocol: an adapter's synchronous loop
+        (:func:`~toolcall_tracker.adapters.apply_stream`) asks a sink for the open machine
+        behind it and writes there directly; see
+        :meth:`ToolCallTracker.open_machine <toolcall_tracker.ToolCallTracker.open_machine>`.
+
+        Returns:
+            This machine.
+        """
+        return self
 
     def args_text(self, call_id: str) -> str | None:
         """The argument text call ``call_id`` holds so far, without a snapshot (``None``: no
@@ -488,3 +489,13 @@ def tool_call_streaming_state_machine(
     (<Status.RUNNING: 'running'>, {'q': 'hi'})
     """
     return ToolCallStateMachine(on_ignored=on_ignored, limits=limits, keep_finished=keep_finished)
+
+
+def _lanes_of(sink: object) -> Mapping[str, _CallRecord] | None:
+    """The records by id of ``sink`` if it is a machine (exactly: a subclass may override
+    its writes), for an adapter's call table to append through their fast lanes (see
+    ``_CallRecord.append``); ``None`` for any other sink (a tracker, a collector, a sink of
+    the user's: their fragments take ``write_delta``)."""
+    if type(sink) is ToolCallStateMachine:
+        return sink._calls
+    return None

@@ -113,6 +113,24 @@ class ToolCallTracker:
         refuses events once closed)."""
         return self._machine
 
+    def open_machine(self) -> ToolCallStateMachine | None:
+        """The machine to write this tracker's events into directly, while it is open.
+
+        A tracker adds only its closed check to its machine's writes, so a loop that
+        nothing can close meanwhile (the synchronous
+        :func:`~toolcall_tracker.adapters.apply_stream`) may write into the machine itself.
+        Any sink may offer this method (a machine returns itself); a sink without it is
+        written through its own methods.
+
+        Returns:
+            The machine, or ``None`` once the tracker is closed (its writes then raise
+            :class:`~toolcall_tracker.errors.TrackerClosed`), and always ``None`` for a
+            subclass, which may override the writes.
+        """
+        if type(self) is not ToolCallTracker or self._waiting.closed:
+            return None
+        return self._machine
+
     def args_text(self, call_id: str) -> str | None:
         """The argument text call ``call_id`` holds so far; see
         :meth:`ToolCallStateMachine.args_text`."""

@@ -18,7 +18,6 @@ item straight into its machine); :func:`apply_stream` is the synchronous driver.
 from __future__ import annotations
 
 import inspect
-import sys
 from collections import deque
 from collections.abc import (
     AsyncIterable,
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, Protocol, TypeVar
 
 from ..events import Delta, End, Error, Ready, Result, Start
 from ..limits import DEFAULT_LIMITS, Limits
+from ..machine import ToolCallStateMachine
 from ..sink import EventCollector, EventSink
 from ._calls import CallTable
 from ._sinkguard import SinkRaised, unwrap
@@ -396,19 +396,16 @@ def apply_stream(sink: EventSink, items: Iterable[Any], adapter: Adapter[Any]) -
 
 
 def _machine_of(sink: EventSink) -> EventSink:
-    """Where ``apply_stream`` writes: an open tracker's machine, as ``consume`` does, else
-    ``sink``. (A tracker only adds its closed check to the machine's writes, and nothing
-    can close it while this synchronous loop runs; a closed one refuses the first write.)"""
-    tracker = sys.modules.get(_TRACKER_MODULE)  # (not imported: sink is no tracker)
-    if tracker is not None and type(sink) is tracker.ToolCallTracker:
-        found: Any = sink
-        if not found.closed:
-            machine: EventSink = found.machine
+    """Where ``apply_stream`` writes: the open machine behind ``sink`` if it offers one
+    (``open_machine()``: a machine, an open tracker, as ``consume`` does), else ``sink``.
+    (A tracker only adds its closed check to the machine's writes, and nothing can close
+    it while this synchronous loop runs; a closed one refuses the first write.)"""
+    open_machine: Callable[[], object] | None = getattr(sink, "open_machine", None)
+    if open_machine is not None:
+        machine = open_machine()
+        if isinstance(machine, ToolCallStateMachine):
             return machine
     return sink
-
-
-_TRACKER_MODULE = __name__.rpartition(".adapters.")[0] + ".tracker"
 
 
 def _write(adapter: Adapter[Any], item: Any, sink: EventSink) -> None:

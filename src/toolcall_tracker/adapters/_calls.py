@@ -48,9 +48,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from .._lanes import give, lanes
 from ..failures import CallFailure
 from ..limits import DEFAULT_LIMITS, Limits
+from ..machine import _lanes_of
 from ..sink import EventSink
 from ._call_rules import RULES, Rules
 from ._common import (
@@ -174,7 +174,7 @@ class CallTable:
         self._delta = sink.write_delta
         self._start = sink.write_start
         self._ready = sink.write_ready
-        self._lanes = lanes(sink)
+        self._lanes = _lanes_of(sink)
         for record in self.records.values():  # the lanes of another sink's records
             record.lane = None
         self._read = getattr(sink, "args_text", None) if self._rules.reads_text else None
@@ -278,15 +278,9 @@ class CallTable:
         record = self.records.get(key)  # (more_of's lines, inlined: a call per fragment)
         if record is None or not record.streaming or type(text) is not str or not text:
             return False
-        lane = record.lane
-        if lane is not None:
-            budget = lane.budget - len(text)
-            if budget >= 0:
-                lane.budget = budget
-                lane.parts.append(text)
-                return True
-            if lane.budget >= 0 and lane.add(text):  # the lane's refill, as write_delta's
-                return True
+        lane = record.lane  # the machine's record of the call: see _CallRecord.append
+        if lane is not None and lane.append(text):
+            return True
         try:
             self._delta(record.call_id, text)
         except Exception as exc:
@@ -298,14 +292,15 @@ class CallTable:
         the one write of the fast path."""
         if not record.streaming or type(text) is not str or not text:
             return False
-        lane = record.lane
-        if lane is not None:  # the machine's record of the call: see _lanes
+        lane = record.lane  # the machine's record of the call: see _CallRecord.append
+        if lane is not None:
+            # (an inlined copy of _CallRecord.append: see tests/test_machine_hot_path.py)
             budget = lane.budget - len(text)
             if budget >= 0:
                 lane.budget = budget
                 lane.parts.append(text)
                 return True
-            if lane.budget >= 0 and lane.add(text):  # the lane's refill, as write_delta's
+            if lane.budget >= 0 and lane.add(text):
                 return True
         try:
             self._delta(record.call_id, text)
@@ -338,18 +333,18 @@ class CallTable:
     def append_parsed(self, record: Record, text: str, value: Any, event_type: str) -> None:
         """:meth:`append` of a call's whole argument text, ``value`` being its parse by
         ``parse_json``: a machine takes that value at ``ready`` instead of parsing ``text``
-        again (see :func:`toolcall_tracker._lanes.give`)."""
+        again (see ``_CallRecord.give``)."""
         self.append(record, text, event_type)
         self.give(record, text, value)
 
     def give(self, record: Record, text: str, value: Any) -> None:
         """Hand the sink ``value``, the parse by ``parse_json`` of ``text``, the whole text
         the open call ``record`` holds: a machine takes that value at ``ready`` instead of
-        parsing ``text`` again (see :func:`toolcall_tracker._lanes.give`); other sinks
+        parsing ``text`` again (see ``_CallRecord.give``); other sinks
         parse as ever. Nothing for ``NOT_PARSED`` (see ``_common._json_written``)."""
         lane = record.lane
         if lane is not None and record.open and value is not NOT_PARSED:
-            give(lane, text, value)
+            lane.give(text, value)
 
     def close(self, key: Any, event_type: str) -> None:
         """Make the open call at ``key`` ready, applying the ``{}`` rule first."""
