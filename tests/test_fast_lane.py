@@ -147,6 +147,36 @@ def test_apply_stream_into_an_open_tracker_keeps_its_state() -> None:
     assert tracker.end is not None
 
 
+def test_open_machine_is_the_machine_while_the_tracker_is_open() -> None:
+    import anyio
+
+    machine = ToolCallStateMachine()
+    assert machine.open_machine() is machine
+
+    async def close(tracker: ToolCallTracker) -> None:
+        await tracker.aclose()
+
+    tracker = ToolCallTracker()
+    assert tracker.open_machine() is tracker.machine
+    anyio.run(close, tracker)
+    assert tracker.open_machine() is None  # closed: its own writes refuse
+
+
+def test_apply_stream_writes_through_a_tracker_subclass_own_writes() -> None:
+    # A subclass may override the writes: apply_stream must not go around them.
+    seen: list[str] = []
+
+    class Counting(ToolCallTracker):
+        def write_delta(self, call_id: str, text: str) -> None:
+            seen.append(text)
+            super().write_delta(call_id, text)
+
+    tracker = Counting()
+    assert tracker.open_machine() is None
+    apply_stream(tracker, [_start(0), _delta(0, '{"a": 1}')], AnthropicAdapter())
+    assert seen == ['{"a": 1}']
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     fragments=st.lists(
