@@ -261,7 +261,7 @@ class _CallRecord:
     #
     # Only this module writes a record's fields: the machine and the adapters' tables call
     # these methods (one inlined copy of ``append``'s first lines stays on the hottest
-    # path, marked, and tests/test_machine_hot_path.py compares it with the method).
+    # path, marked, and tests/test_fast_lane.py compares it with the method).
 
     def append(self, text: str) -> bool:
         """The hot path's APPEND: append ``text`` and return ``True`` if the call's lane is

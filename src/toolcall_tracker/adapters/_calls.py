@@ -294,7 +294,7 @@ class CallTable:
             return False
         lane = record.lane  # the machine's record of the call: see _CallRecord.append
         if lane is not None:
-            # (an inlined copy of _CallRecord.append: see tests/test_machine_hot_path.py)
+            # (an inlined copy of _CallRecord.append: tests/test_fast_lane.py compares the two)
             budget = lane.budget - len(text)
             if budget >= 0:
                 lane.budget = budget
