@@ -146,7 +146,7 @@ def test_the_version_is_the_packages() -> None:
 def test_tool_options_is_a_deprecated_alias_of_runner_settings() -> None:
     from toolcall_tracker import runner
 
-    with pytest.warns(DeprecationWarning, match="use RunnerSettings"):
+    with pytest.warns(DeprecationWarning, match="renamed RunnerSettings"):
         alias = runner.ToolOptions
     assert alias is runner.RunnerSettings
     assert "ToolOptions" not in runner.__all__

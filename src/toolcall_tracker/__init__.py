@@ -37,9 +37,10 @@ synchronous machine and the adapters never loads anyio, the runner or the comman
 from __future__ import annotations
 
 import logging
-import warnings
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from ._moved import aliases as _aliases
 
 # A library adds no output of its own: without logging configured by the application,
 # nothing of ours reaches stderr (not even logging's last-resort handler).
@@ -202,17 +203,13 @@ __all__ = [
 ]
 
 
+_moved = _aliases(__name__, {name: (home, name) for name, home in MOVED.items()}, stacklevel=3)
+
+
 def __getattr__(name: str) -> Any:
     """Import a public name from its module on first use, then keep it here."""
-    home = MOVED.get(name)
-    if home is not None:
-        warnings.warn(
-            f"toolcall_tracker.{name} moved to {home}: import it from there "
-            f"(`from {home} import {name}`); the root alias goes in 0.3.0",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(import_module(home), name)
+    if name in MOVED:
+        return _moved(name)
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,10 +24,10 @@ here still works, with a ``DeprecationWarning``.
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Any
 
 from . import failures as _failures
+from ._moved import aliases as _aliases
 
 if TYPE_CHECKING:
     from .calls import ToolCall
@@ -117,19 +117,11 @@ class FailCall(Exception):
         self.failure = failure
 
 
-_MOVED: frozenset[str] = frozenset(
-    {"ArgumentsTooLarge", "CallFailure", "IncompleteArguments", "InvalidArguments"}
+__getattr__ = _aliases(
+    __name__,
+    {
+        name: ("toolcall_tracker.failures", name)
+        for name in ("ArgumentsTooLarge", "CallFailure", "IncompleteArguments", "InvalidArguments")
+    },
 )
-"""The error values that moved to :mod:`toolcall_tracker.failures` (aliases until 0.4)."""
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        warnings.warn(
-            f"toolcall_tracker.errors.{name} moved to toolcall_tracker.failures: import it "
-            f"from there (`from toolcall_tracker.failures import {name}`)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(_failures, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+"""The error values that moved to :mod:`toolcall_tracker.failures` (deprecated aliases)."""

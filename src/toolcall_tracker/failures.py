@@ -44,6 +44,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ._moved import aliases as _aliases
+
 __all__ = [
     "ApprovalCheckFailed",
     "ApprovalDenied",
@@ -278,17 +280,5 @@ class McpFailed(CallFailure):
     structured: Any = None
 
 
-def __getattr__(name: str) -> Any:
-    if name == "FailCall":
-        import warnings
-
-        warnings.warn(
-            "toolcall_tracker.failures.FailCall moved to toolcall_tracker.errors (it is an "
-            "exception): import it from there (`from toolcall_tracker.errors import FailCall`)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        from .errors import FailCall
-
-        return FailCall
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _aliases(__name__, {"FailCall": ("toolcall_tracker.errors", "FailCall")})
+"""``FailCall`` moved to :mod:`toolcall_tracker.errors` (it is an exception)."""

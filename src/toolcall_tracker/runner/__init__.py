@@ -66,6 +66,7 @@ from datetime import timedelta
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, Generic
 
+from .._moved import aliases as _aliases
 from .._toolcontext import DepsT
 from ..calls import ToolCall
 from ..tools import Tool, ToolsInput, tools_by_name
@@ -453,13 +454,13 @@ def __getattr__(name: str) -> Any:
     if name in DEPRECATED:
         return _deprecated(name)
     if name == "ToolOptions":
-        warnings.warn(
-            "ToolOptions is deprecated: use RunnerSettings (the runner's settings)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return RunnerSettings
+        return _ToolOptions(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_ToolOptions = _aliases(
+    __name__, {"ToolOptions": ("toolcall_tracker.runner", "RunnerSettings")}, stacklevel=3
+)
 
 
 def _tracing(provider: TracerProvider | None, record_content: bool) -> Tracing | None:
