@@ -314,7 +314,8 @@ def test_a_chat_call_made_ready_early_is_parsed_once(monkeypatch: pytest.MonkeyP
     is complete; the machine takes that parse at ready. Text that is not complete is held,
     and parsed by the machine at the finish reason."""
     from toolcall_tracker import _reducer
-    from toolcall_tracker.adapters import OpenAIChatAdapter, _openai
+    from toolcall_tracker.adapters import OpenAIChatAdapter
+    from toolcall_tracker.adapters.openai import _shared as _openai
 
     parsed = count_parses(monkeypatch, _reducer, _openai)
     finish = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
@@ -333,8 +334,8 @@ def test_a_chat_call_made_ready_early_is_parsed_once(monkeypatch: pytest.MonkeyP
         ("call_2", Status.RUNNING, {}),
     ]
     assert parsed == [
-        ("_openai", '{"a": [1, true]}'),  # call_0 superseded: complete, handed over
-        ("_openai", "12"),  # call_1 superseded: a number, held
+        ("_shared", '{"a": [1, true]}'),  # call_0 superseded: complete, handed over
+        ("_shared", "12"),  # call_1 superseded: a number, held
         ("_reducer", "12"),  # ... and parsed by the machine at the finish reason
         ("_reducer", "{}"),  # call_2, the last, made ready at the finish reason
     ]

@@ -198,3 +198,69 @@ def test_the_providers_page_lists_every_format_with_its_adapter() -> None:
                 assert f"`{ref.rpartition(':')[2]}`" in row
         if provider.extra is not None:
             assert f"`{provider.extra}`" in row
+
+
+# -- the import-time budget ------------------------------------------------------------------
+
+_READ_THE_REGISTRY = """
+import sys
+before = set(sys.modules)
+from toolcall_tracker._registry import formats, get, providers
+formats(); get("anthropic"); [p.recognise({"type": "ping"}) for p in providers()]
+import toolcall_tracker.adapters
+new = sorted(set(sys.modules) - before)
+print(len(new))
+print(" ".join(m for m in new if m.startswith("toolcall_tracker")))
+print(" ".join(m for m in new if m.split(".")[0] in {
+    "pydantic", "pydantic_core", "anyio", "openai", "anthropic", "google", "boto3",
+    "botocore", "cohere", "mistralai", "ollama", "litellm"}))
+"""
+
+IMPORT_BUDGET = 100
+"""How many modules reading the registry may import in all (measured: 71 on CPython
+3.11, almost all of them the standard library's ``importlib`` and ``pkgutil``)."""
+
+
+def test_reading_the_registry_imports_only_the_declarations() -> None:
+    """Listing the formats, finding one and recognising an item import the registry, the
+    ``adapters`` package and each provider home's ``__init__`` (its declaration), and
+    nothing else of this library: no adapter, no pydantic model, no SDK, no anyio."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_THE_REGISTRY],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    count, ours, heavy = [*done.stdout.splitlines(), "", "", ""][:3]
+    homes = {p.adapter.split(":")[0].rsplit(".", 1)[0] for p in providers() if p.adapter}
+    allowed = {
+        "toolcall_tracker",
+        "toolcall_tracker._moved",
+        "toolcall_tracker._registry",
+        "toolcall_tracker.adapters",
+        "toolcall_tracker.adapters.ai_sdk._lines",  # the v4 line syntax its declaration reads
+        *(f"toolcall_tracker{home}" for home in homes),
+    }
+    assert set(ours.split()) <= allowed, set(ours.split()) - allowed
+    assert heavy == ""
+    assert int(count) <= IMPORT_BUDGET
+
+
+def test_every_provider_home_lists_what_it_loads_lazily() -> None:
+    """A home's ``__all__`` is exactly what its ``__getattr__`` serves, and each name
+    resolves (a missing or misspelt entry in either fails here)."""
+    import importlib
+
+    homes = {p.adapter.split(":")[0].rsplit(".", 1)[0] for p in providers() if p.adapter}
+    assert len(homes) == 8
+    for home in sorted(homes):
+        module = importlib.import_module(f"toolcall_tracker{home}")
+        for name in module.__all__:
+            assert getattr(module, name) is not None, (home, name)
+        assert set(module.__all__) <= set(dir(module))
+        with pytest.raises(AttributeError):
+            module.no_such_name  # noqa: B018

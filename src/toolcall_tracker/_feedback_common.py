@@ -87,3 +87,33 @@ def _finished(calls: Iterable[ToolCall]) -> list[ToolCall]:
             "ToolRunner.resume and merge_calls) before building the next request"
         )
     return finished
+
+
+def _structured(
+    call: ToolCall, render_result: TextRenderer | None, render_error: TextRenderer | None
+) -> dict[str, Any] | None:
+    """The JSON object sent for ``call`` as data, or ``None`` when it is sent as text."""
+    if call.status is Status.ERROR:  # a retry's message is sent as text, as it is
+        if render_error or retry_message(call.error) is not None:
+            return None
+        return {"error": _jsonable(call.error)}
+    if render_result or isinstance(call.result, str):
+        return None
+    data = _jsonable(call.result)
+    return data if isinstance(data, dict) else None
+
+
+def _renderers(
+    render_result: TextRenderer | None, render_error: TextRenderer | None
+) -> tuple[TextRenderer, TextRenderer]:
+    return render_result or result_text, render_error or error_text
+
+
+def _note(
+    call: ToolCall,
+    notes: Mapping[str, str] | None,
+    block: Callable[[str], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """The content block carrying ``call``'s note, if it has one."""
+    note = notes.get(call.id) if notes else None
+    return [block(_plain_text(f"(Note: {note})"))] if note else []

@@ -1,23 +1,30 @@
 """The provider registry: every stream format this library reads, in one place (private).
 
-Theory of operation. A provider is one module in the private package
-``toolcall_tracker._providers`` that defines ``PROVIDER``, a :class:`Provider`: its format
-name (what ``--format`` takes), its adapter, how one of its items is recognised, its tool
-definitions and result messages, and its pip extra. The registry finds those modules by
-listing the package, so adding a provider is adding one module there; nothing else keeps a
-list of providers:
+Theory of operation. A provider lives in one package under ``toolcall_tracker.adapters``
+(its home): ``adapters/anthropic/`` holds Anthropic's stream adapter, its failure values,
+its tool definitions and its result messages. The package's ``__init__`` holds only the
+provider's declaration, ``PROVIDERS``, a tuple of :class:`Provider` (one per stream format
+it reads: its format name, how one of its items is recognised, and references to its
+adapter, tool renderer and message builder); everything heavy sits in the package's
+private modules and loads on first use (:func:`lazy_names`). The registry finds the
+declarations by listing the ``adapters`` package, so adding a provider is adding one
+folder there; nothing else keeps a list of providers:
 
 - the command line's ``--format`` choices, its format recognition and its replay;
 - :func:`toolcall_tracker.tools.provider_tools` and
-  :func:`toolcall_tracker.feedback.provider_messages`;
+  :func:`toolcall_tracker.feedback.provider_messages`, and the provider-named renderers and
+  builders those modules export (``anthropic_tools``, ``anthropic_messages``...);
 - the wrong-adapter check of :func:`~toolcall_tracker.adapters.adapt` and the hint of
   :meth:`ToolCallTracker.consume` (both through ``_recognise``);
 - the benchmarks and the tests' format tables.
 
 Declarations name the adapter, the renderers and the builders by reference
-(``"module:attribute"``, relative to this package), resolved on first use, so reading the
-registry imports no adapter, no pydantic model and no SDK. :func:`register` adds a
-provider at run time (the tests' toy provider); it returns a function that removes it.
+(``"module:attribute"``, relative to ``toolcall_tracker``), resolved on first use (a test
+resolves every one), so reading the registry imports no adapter, no pydantic model and no
+SDK: only this module and the packages' ``__init__`` files (``tests/test_registry.py``
+holds that to a budget of modules). The tracker's own event format (:data:`EVENTS`) is
+declared here, since no provider owns it. :func:`register` adds a provider at run time
+(the tests' toy provider); it returns a function that removes it.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 _PACKAGE: Final = __name__.rpartition(".")[0]  # toolcall_tracker
+_HOMES: Final = f"{_PACKAGE}.adapters"  # each provider's package lives here
 
 
 def item_field(item: Any, key: str) -> Any:
@@ -140,7 +148,69 @@ class Provider:
         return found
 
 
-_declared: list[Provider] | None = None  # the modules of _providers, found once
+_EVENT_TYPES: Final = frozenset({"start", "delta", "ready", "result", "error", "end"})
+
+
+def _is_event(item: Any) -> bool:
+    """A mapping of a protocol event ``type`` with that event's fields.
+
+    Other formats reuse some of these type names (``start`` and ``error`` in the AI SDK,
+    ``error`` in the Anthropic and Responses streams) with other fields.
+    """
+    if not isinstance(item, Mapping):
+        return False
+    kind = item.get("type")
+    if not isinstance(kind, str) or kind not in _EVENT_TYPES:
+        return False
+    if kind == "end":
+        return set(item) <= {"type", "ok", "reason"}
+    if not isinstance(item.get("id"), str):
+        return False
+    if kind == "start":
+        return isinstance(item.get("name"), str)
+    if kind == "delta":
+        return "argsTextDelta" in item or "args_text_delta" in item
+    if kind == "ready":
+        return set(item) <= {"type", "id"}
+    return kind in item  # result / error
+
+
+EVENTS: Final = Provider(
+    format="seed", title="tracker events", one="a tracker event", recognise=_is_event, rank=0
+)
+"""The tracker's own protocol events, applied as they are read: not a provider, but the
+format of recorded event streams (``--format seed``) and what
+:meth:`ToolCallTracker.consume` reads without an adapter."""
+
+
+def lazy_names(
+    home: dict[str, Any], names: Mapping[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__``: each public name is imported from its
+    private module (``names``: name -> module, relative to the package) on first use, then
+    kept, so importing the package reads its declaration and nothing more.
+
+    Args:
+        home: the package's ``globals()``.
+        names: where each public name is defined.
+    """
+    package = home["__name__"]
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, package), name)
+        home[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*home, *names})
+
+    return __getattr__, __dir__
+
+
+_declared: list[Provider] | None = None  # EVENTS and the homes' declarations, found once
 _added: list[Provider] = []  # registered at run time
 _sorted: list[Provider] | None = None  # both, in rank order (rebuilt after a change)
 _by_type: dict[type, Provider | None] = {}  # for_adapter's answers (cleared with _sorted)
@@ -151,13 +221,13 @@ def providers() -> list[Provider]:
     global _declared, _sorted
     if _sorted is None:
         if _declared is None:
-            package = importlib.import_module(f"{_PACKAGE}._providers")
-            modules = sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
-            _declared = [
-                importlib.import_module(f"{package.__name__}.{info.name}").PROVIDER
-                for info in modules
-                if not info.name.startswith("_")
-            ]
+            homes = importlib.import_module(_HOMES)
+            found = sorted(pkgutil.iter_modules(homes.__path__), key=lambda m: m.name)
+            _declared = [EVENTS]
+            for info in found:
+                if info.ispkg and not info.name.startswith("_"):
+                    home = importlib.import_module(f"{_HOMES}.{info.name}")
+                    _declared.extend(home.PROVIDERS)
         _sorted = sorted([*_declared, *_added], key=lambda provider: provider.rank)
         _by_type.clear()
     return _sorted
@@ -192,6 +262,35 @@ def for_adapter(adapter: object) -> Provider | None:
             break
     _by_type[cls] = found
     return found
+
+
+def load_homes() -> None:
+    """Import every public name of every provider's home (its adapter, its failure values).
+
+    For look-ups that must see every class of a kind, such as reviving a stored failure
+    by its ``kind`` (the runner's outcome store): the homes load lazily otherwise.
+    """
+    homes = importlib.import_module(_HOMES)
+    for info in pkgutil.iter_modules(homes.__path__):
+        if info.ispkg and not info.name.startswith("_"):
+            home = importlib.import_module(f"{_HOMES}.{info.name}")
+            for name in home.__all__:
+                getattr(home, name)
+
+
+def named(what: str, name: str) -> Any:
+    """The renderer or builder (``what``: ``"tools"`` or ``"messages"``) a provider's
+    declaration names ``name`` (``"anthropic_tools"``), loaded; how :mod:`toolcall_tracker.tools`
+    and :mod:`toolcall_tracker.feedback` export them without importing any provider.
+
+    Raises:
+        AttributeError: no declaration names it.
+    """
+    for provider in providers():
+        ref = getattr(provider, what)
+        if ref is not None and ref.rpartition(":")[2] == name:
+            return provider.load(what)
+    raise AttributeError(name)
 
 
 def register(provider: Provider) -> Callable[[], None]:

@@ -56,28 +56,25 @@ No builder raises on a value JSON cannot hold; every one applies the same rules
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ._feedback_common import (
     TextRenderer,
-    _finished,
-    _input,
-    _reply,
     error_text,
     result_text,
     retry_message,
 )
-from ._feedback_converse import bedrock_messages, cohere_messages
-from ._jsonout import _escape_surrogates, _jsonable, _plain_text
-from .calls import Status, ToolCall
+from ._jsonout import _jsonable
+from .calls import ToolCall
 
 if TYPE_CHECKING:
-    # The SDKs' own request types, for type checkers only (see ``tools``): nothing of an SDK
-    # is imported at run time, and without the SDK they are ``Any``.
-    from anthropic.types import MessageParam, ToolResultBlockParam
-    from openai.types.chat import ChatCompletionMessageParam
-    from openai.types.responses import ResponseInputParam
+    from .adapters.anthropic._request import anthropic_messages
+    from .adapters.bedrock._request import bedrock_messages
+    from .adapters.cohere._request import cohere_messages
+    from .adapters.gemini._request import gemini_contents
+    from .adapters.ollama._request import ollama_messages
+    from .adapters.openai._request import openai_chat_messages, openai_responses_items
 
 __all__ = [
     "TextRenderer",
@@ -109,321 +106,6 @@ def jsonable(value: Any) -> Any:
     return _jsonable(value)
 
 
-def _anthropic_input(call: ToolCall) -> dict[str, Any]:
-    """A call's ``input`` for its ``tool_use`` block: its parsed arguments when they are a
-    JSON object; otherwise, when it has argument text (invalid or cut-off JSON, as
-    fine-grained tool streaming can send), that raw text wrapped as
-    ``{"INVALID_JSON": <text>}``, as Anthropic's documentation advises; else ``{}``."""
-    if isinstance(call.args, dict) or not call.args_text.strip():
-        return _input(call)
-    return {"INVALID_JSON": _plain_text(call.args_text)}
-
-
-def openai_chat_messages(
-    calls: Iterable[ToolCall],
-    *,
-    include_calls: bool = True,
-    render_result: TextRenderer = result_text,
-    render_error: TextRenderer = error_text,
-    notes: Mapping[str, str] | None = None,
-) -> list[ChatCompletionMessageParam]:
-    """Chat Completions messages: the assistant's ``tool_calls``, then ``role: tool`` replies.
-
-    Args:
-        calls: the finished calls, in the order the model made them.
-        include_calls: also return the assistant message (first) that made the calls.
-        render_result: turns a result into the message content.
-        render_error: turns an error value into the message content.
-        notes: a note per call id, appended to that call's reply (for example
-            ``RunControl.notes()``: the arguments a human edited before the tool ran).
-
-    Returns:
-        ``openai.types.chat.ChatCompletionMessageParam`` dicts (an empty list for no calls),
-        typed as what ``client.chat.completions.create(messages=...)`` takes.
-
-    Raises:
-        ValueError: a call is not finished yet.
-    """
-    finished = _finished(calls)
-    if not finished:
-        return []
-    messages: list[ChatCompletionMessageParam] = []
-    if include_calls:
-        messages.append(
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": _plain_text(call.id),
-                        "type": "function",
-                        "function": {
-                            "name": _plain_text(call.name),
-                            "arguments": _escape_surrogates(call.args_text),
-                        },
-                    }
-                    for call in finished
-                ],
-            }
-        )
-    for call in finished:
-        content = _reply(call, render_result, render_error, notes)
-        messages.append({"role": "tool", "tool_call_id": _plain_text(call.id), "content": content})
-    return messages
-
-
-def openai_responses_items(
-    calls: Iterable[ToolCall],
-    *,
-    include_calls: bool = True,
-    render_result: TextRenderer = result_text,
-    render_error: TextRenderer = error_text,
-    notes: Mapping[str, str] | None = None,
-) -> ResponseInputParam:
-    """Responses API input items: ``function_call`` items, then ``function_call_output``.
-
-    The calls' ids must be the model's ``call_id`` values. With ``previous_response_id``
-    pass ``include_calls=False``: the server already has the calls.
-
-    A custom tool's call (free-text input; its argument text is one JSON string, see
-    :class:`~toolcall_tracker.adapters.OpenAIResponsesAdapter`) is answered in its own
-    shape: a ``custom_tool_call`` item with its ``input`` text, then a
-    ``custom_tool_call_output``.
-
-    Returns:
-        ``openai.types.responses.ResponseInputItemParam`` dicts, typed as what
-        ``client.responses.create(input=...)`` takes (``ResponseInputParam``).
-
-    Raises:
-        ValueError: a call is not finished yet.
-    """
-    finished = _finished(calls)
-    items: ResponseInputParam = []
-    if include_calls:
-        for call in finished:
-            if _is_custom(call):
-                items.append(
-                    {
-                        "type": "custom_tool_call",
-                        "call_id": _plain_text(call.id),
-                        "name": _plain_text(call.name),
-                        "input": _custom_input(call),
-                    }
-                )
-            else:
-                items.append(
-                    {
-                        "type": "function_call",
-                        "call_id": _plain_text(call.id),
-                        "name": _plain_text(call.name),
-                        "arguments": _escape_surrogates(call.args_text),
-                    }
-                )
-    for call in finished:
-        output = _reply(call, render_result, render_error, notes)
-        if _is_custom(call):
-            items.append(
-                {
-                    "type": "custom_tool_call_output",
-                    "call_id": _plain_text(call.id),
-                    "output": output,
-                }
-            )
-        else:
-            items.append(
-                {"type": "function_call_output", "call_id": _plain_text(call.id), "output": output}
-            )
-    return items
-
-
-def _is_custom(call: ToolCall) -> bool:
-    """Whether ``call`` is a custom tool's call: its argument text is one JSON string."""
-    return call.args_text.lstrip(" \t\n\r").startswith('"')
-
-
-def _custom_input(call: ToolCall) -> str:
-    """The free text a custom tool's call was made with (its raw text if it never parsed)."""
-    args = call.args
-    return _plain_text(args) if isinstance(args, str) else _escape_surrogates(call.args_text)
-
-
-def anthropic_messages(
-    calls: Iterable[ToolCall],
-    *,
-    include_calls: bool = True,
-    render_result: TextRenderer = result_text,
-    render_error: TextRenderer = error_text,
-    notes: Mapping[str, str] | None = None,
-) -> list[MessageParam]:
-    """Anthropic messages: the assistant's ``tool_use`` blocks, then a user message of
-    ``tool_result`` blocks (``is_error: true`` for failed calls).
-
-    A call whose argument text never parsed to an object (invalid JSON, or text cut off by
-    ``max_tokens``, which fine-grained tool streaming can produce) is sent back with its
-    raw text wrapped, ``input: {"INVALID_JSON": "<text>"}``, as Anthropic's documentation
-    for fine-grained tool streaming advises; a call with no text at all gets ``input: {}``.
-
-    Returns:
-        ``anthropic.types.MessageParam`` dicts (an empty list for no calls), typed as what
-        ``client.messages.create(messages=...)`` takes.
-
-    Raises:
-        ValueError: a call is not finished yet.
-    """
-    finished = _finished(calls)
-    if not finished:
-        return []
-    messages: list[MessageParam] = []
-    if include_calls:
-        messages.append(
-            {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": _plain_text(call.id),
-                        "name": _plain_text(call.name),
-                        "input": _anthropic_input(call),
-                    }
-                    for call in finished
-                ],
-            }
-        )
-    blocks: list[ToolResultBlockParam] = []
-    for call in finished:
-        failed = call.status is Status.ERROR
-        blocks.append(
-            {
-                "type": "tool_result",
-                "tool_use_id": _plain_text(call.id),
-                "content": _reply(call, render_result, render_error, notes),
-                "is_error": failed,
-            }
-        )
-    messages.append({"role": "user", "content": blocks})
-    return messages
-
-
-def gemini_contents(
-    calls: Iterable[ToolCall],
-    *,
-    include_calls: bool = True,
-    include_ids: bool = False,
-    notes: Mapping[str, str] | None = None,
-) -> list[dict[str, Any]]:
-    """Gemini contents: a ``model`` content of ``function_call`` parts, then a ``user``
-    content of ``function_response`` parts.
-
-    Each response is ``{"output": <result as JSON>}`` or ``{"error": <error value as
-    JSON>}``, the keys Gemini documents for a function's output and its failure.
-
-    Args:
-        calls: the finished calls.
-        include_calls: also return the model content (first) that made the calls. Gemini 3
-            models require the thought signatures of their function calls: append the
-            model's own content instead and pass ``False``.
-        include_ids: set the calls' ``id`` on the parts. Off by default: Gemini matches
-            responses to calls by name and order, and Vertex AI (and some Gemini API
-            versions) reject ``id`` with a 400; turn it on only when Gemini itself sent the
-            ids and your endpoint accepts them.
-        notes: a note per call id, sent as ``"note"`` next to that call's output or error
-            (for example ``RunControl.notes()``).
-
-    Returns:
-        ``google.genai.types.Content`` dicts (an empty list for no calls).
-
-    Raises:
-        ValueError: a call is not finished yet.
-    """
-    finished = _finished(calls)
-    if not finished:
-        return []
-    contents: list[dict[str, Any]] = []
-    if include_calls:
-        contents.append(
-            {
-                "role": "model",
-                "parts": [
-                    {
-                        "function_call": _with_id(
-                            call, include_ids, name=_plain_text(call.name), args=_input(call)
-                        )
-                    }
-                    for call in finished
-                ],
-            }
-        )
-    parts: list[dict[str, Any]] = []
-    for call in finished:
-        retry = retry_message(call.error) if call.status is Status.ERROR else None
-        if retry is not None:  # the tool's own words on how to fix the call
-            response = {"error": _plain_text(retry)}
-        elif call.status is Status.ERROR:
-            response = {"error": _jsonable(call.error)}
-        else:
-            response = {"output": _jsonable(call.result)}
-        note = notes.get(call.id) if notes else None
-        if note:
-            response["note"] = _plain_text(note)
-        name = _plain_text(call.name)
-        parts.append(
-            {"function_response": _with_id(call, include_ids, name=name, response=response)}
-        )
-    contents.append({"role": "user", "parts": parts})
-    return contents
-
-
-def ollama_messages(
-    calls: Iterable[ToolCall],
-    *,
-    include_calls: bool = True,
-    render_result: TextRenderer = result_text,
-    render_error: TextRenderer = error_text,
-    notes: Mapping[str, str] | None = None,
-) -> list[dict[str, Any]]:
-    """Ollama ``/api/chat`` messages: the assistant's ``tool_calls``, then ``role: tool``
-    replies, each naming its tool by ``tool_name`` (Ollama's native API has no call ids;
-    replies are matched to calls by name and order).
-
-    The arguments are sent as the JSON object Ollama streamed (``{}`` for a call whose
-    arguments never parsed to one).
-
-    Returns:
-        ``ollama.Message``-shaped dicts (an empty list for no calls).
-
-    Raises:
-        ValueError: a call is not finished yet.
-    """
-    finished = _finished(calls)
-    if not finished:
-        return []
-    messages: list[dict[str, Any]] = []
-    if include_calls:
-        messages.append(
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {"function": {"name": _plain_text(call.name), "arguments": _input(call)}}
-                    for call in finished
-                ],
-            }
-        )
-    messages.extend(
-        {
-            "role": "tool",
-            "content": _reply(call, render_result, render_error, notes),
-            "tool_name": _plain_text(call.name),
-        }
-        for call in finished
-    )
-    return messages
-
-
-def _with_id(call: ToolCall, include_id: bool, **fields: Any) -> dict[str, Any]:
-    return {"id": _plain_text(call.id), **fields} if include_id else fields
-
-
 def provider_messages(fmt: str, calls: Iterable[ToolCall], **options: Any) -> list[Any]:
     """The result messages of format ``fmt``, by its name (the provider registry's).
 
@@ -441,3 +123,16 @@ def provider_messages(fmt: str, calls: Iterable[ToolCall], **options: Any) -> li
         raise ValueError(f"the {fmt} format has no result messages")
     build: Any = provider.load("messages")
     return list(build(calls, **options))
+
+
+def __getattr__(name: str) -> Any:
+    """A provider's result-message builder (``anthropic_messages``...), from its home.
+
+    Each lives in its provider's package (``adapters/anthropic/``); the provider registry
+    finds it by name, so this module imports no provider until one is used.
+    """
+    from ._registry import named
+
+    value = named("messages", name)
+    globals()[name] = value
+    return value

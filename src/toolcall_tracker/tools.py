@@ -45,13 +45,20 @@ import copy
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeAlias, TypeVar, overload
 
 from pydantic import BaseModel
 
 from ._signature import _build_arguments, _is_async_callable, _json_schema, _parse_docstring
 from ._toolcontext import ToolContext, ToolRetry
 from .calls import ToolCall
+
+if TYPE_CHECKING:  # their home is a provider's package; __getattr__ below loads them
+    from .adapters.anthropic._request import anthropic_tools
+    from .adapters.bedrock._request import bedrock_tools
+    from .adapters.cohere._request import cohere_tools
+    from .adapters.gemini._request import gemini_tools
+    from .adapters.openai._request import openai_chat_tools, openai_responses_tools
 
 __all__ = [
     "NeedsApproval",
@@ -488,13 +495,15 @@ def provider_tools(fmt: str, tools: ToolsInput) -> list[Any]:
     return list(render(tools))
 
 
-# The provider renderers live in their own module (re-exported here, their public home);
-# imported last, since they use ``ToolsInput`` and ``tools_by_name`` above.
-from ._provider_tools import (  # noqa: E402
-    anthropic_tools,
-    bedrock_tools,
-    cohere_tools,
-    gemini_tools,
-    openai_chat_tools,
-    openai_responses_tools,
-)
+def __getattr__(name: str) -> Any:
+    """A provider's tool-definition renderer (``anthropic_tools``...), from its home.
+
+    Each lives in its provider's package (``adapters/anthropic/``); the provider registry
+    finds it by name, so this module imports no provider until one is used (and the
+    providers' modules import this one without a cycle).
+    """
+    from ._registry import named
+
+    value = named("tools", name)
+    globals()[name] = value
+    return value

@@ -28,7 +28,7 @@ from toolcall_tracker.adapters import (
     adapt,
     apply_stream,
 )
-from toolcall_tracker.adapters.openai_chat import OpenAIMalformedToolCall
+from toolcall_tracker.adapters.openai import OpenAIMalformedToolCall
 
 # -- item builders, per adapter ---------------------------------------------------------
 # Per format: the item that announces a call, the item of one fragment, the item that

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from toolcall_tracker import Limits, ToolCallStateMachine
 from toolcall_tracker.adapters import AISDKAdapter
-from toolcall_tracker.adapters._ai_sdk_input import Held, input_text, json_equal
 from toolcall_tracker.adapters._common import NOT_PARSED
+from toolcall_tracker.adapters.ai_sdk._input import Held, input_text, json_equal
 
 IDS = ["a", "b", "c"]
 

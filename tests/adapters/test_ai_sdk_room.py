@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from toolcall_tracker import Limits, Status, ToolCallStateMachine
 from toolcall_tracker.adapters import AISDKAdapter
-from toolcall_tracker.adapters._ai_sdk_input import Held, resize
+from toolcall_tracker.adapters.ai_sdk._input import Held, resize
 
 _SWITCHES: dict[str, Any] = {
     "size": st.integers(0, 40),  # the string the call's input is

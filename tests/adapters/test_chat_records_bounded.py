@@ -19,7 +19,7 @@ import pytest
 from conftest import DEADLINE
 from toolcall_tracker import Limits, Result, ToolCallStateMachine, ToolCallTracker
 from toolcall_tracker.adapters import MistralAdapter, OpenAIChatAdapter, adapt
-from toolcall_tracker.adapters.openai_chat import OpenAILateArguments
+from toolcall_tracker.adapters.openai import OpenAILateArguments
 
 N = 40_000
 LIMITS = Limits(max_calls=100, remember_forgotten=100)

@@ -30,12 +30,16 @@ from toolcall_tracker.adapters._common import READ_ERRORS, DecodeError, _get
 # (module whose ``_get`` is replaced, adapter, an item of its format that its general path
 # reads through ``_get``)
 ROWS: dict[str, tuple[str, Callable[[], Any], Any]] = {
-    "anthropic": ("anthropic", AnthropicAdapter, {"type": "message_start", "message": {}}),
-    "bedrock": ("bedrock", BedrockConverseAdapter, {"messageStart": {"role": "assistant"}}),
-    "cohere": ("cohere", CohereAdapter, {"type": "message-start"}),
-    "gemini": ("gemini", GeminiAdapter, {"candidates": [{"content": {"parts": []}}]}),
-    "ollama": ("ollama", OllamaAdapter, {"message": {"role": "assistant"}, "done": False}),
-    "ai_sdk": ("ai_sdk", AISDKAdapter, {"type": "start"}),
+    "anthropic": ("anthropic._adapter", AnthropicAdapter, {"type": "message_start", "message": {}}),
+    "bedrock": (
+        "bedrock._adapter",
+        BedrockConverseAdapter,
+        {"messageStart": {"role": "assistant"}},
+    ),
+    "cohere": ("cohere._adapter", CohereAdapter, {"type": "message-start"}),
+    "gemini": ("gemini._adapter", GeminiAdapter, {"candidates": [{"content": {"parts": []}}]}),
+    "ollama": ("ollama._adapter", OllamaAdapter, {"message": {"role": "assistant"}, "done": False}),
+    "ai_sdk": ("ai_sdk._adapter", AISDKAdapter, {"type": "start"}),
 }
 
 

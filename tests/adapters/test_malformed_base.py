@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolcall_tracker import CallFailure, adapters
-from toolcall_tracker.adapters import _ai_sdk_errors, anthropic, gemini, openai
+from toolcall_tracker.adapters import ai_sdk, anthropic, gemini, openai
 from toolcall_tracker.failures import MalformedStreamItem
 
 MALFORMED = [
@@ -15,7 +15,7 @@ MALFORMED = [
     gemini.GeminiMalformedCall,
     adapters.OllamaMalformedToolCall,
     openai.OpenAIMalformedToolCall,
-    _ai_sdk_errors.AISDKMalformedPart,
+    ai_sdk.AISDKMalformedPart,
 ]
 
 
@@ -38,17 +38,27 @@ def test_the_base_has_no_kind_of_its_own_so_stored_outcomes_revive_the_subclass(
         assert kinds[cls.model_fields["kind"].default] is cls
 
 
+def _all_subclasses(cls: type[CallFailure]) -> set[type[CallFailure]]:
+    found: set[type[CallFailure]] = set()
+    todo = [cls]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub.__module__.startswith("toolcall_tracker.") and sub not in found:
+                found.add(sub)
+                todo.append(sub)
+    return found
+
+
 def test_every_malformed_class_the_adapters_define_is_listed_here() -> None:
     import inspect
 
-    from toolcall_tracker.adapters import bedrock, cohere, ollama
+    from toolcall_tracker._registry import load_homes
 
-    modules = (anthropic, bedrock, cohere, gemini, ollama, openai, _ai_sdk_errors)
+    load_homes()  # every provider's failure values, each in its home
     found = {
         value
-        for module in modules
-        for name, value in vars(module).items()
-        if "Malformed" in name
+        for value in _all_subclasses(CallFailure)
+        if "Malformed" in value.__name__
         and inspect.isclass(value)
         and issubclass(value, CallFailure)
         and value is not MalformedStreamItem

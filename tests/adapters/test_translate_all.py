@@ -23,7 +23,8 @@ from toolcall_tracker.adapters import (
     OpenAIResponsesAdapter,
     apply_stream,
 )
-from toolcall_tracker.adapters._base import SinkAdapter, _probe_for
+from toolcall_tracker.adapters._drive import _probe_for
+from toolcall_tracker.adapters._protocol import SinkAdapter
 from toolcall_tracker.machine import ToolCallStateMachine
 
 RECORDINGS = recordings()

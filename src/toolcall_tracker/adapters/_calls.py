@@ -34,7 +34,7 @@ the ones the sink has forgotten are dropped; a start beyond the bound is still w
 Errors from the sink. The table writes every event; an exception the sink (or one of its
 listeners) raises is wrapped in ``_sinkguard.SinkRaised``, a ``BaseException``, so that no
 handler in an adapter's decoding can take it for a malformed item. The adapter's boundary
-(:class:`~toolcall_tracker.adapters._base.SinkAdapter`) re-raises the original exception.
+(:class:`~toolcall_tracker.adapters._protocol.SinkAdapter`) re-raises the original exception.
 Only an adapter's own decoding of an item may become a call's failure, and only through
 the errors of reading provider data (``_common.READ_ERRORS``); a defect of the adapter
 (``NameError``, ``AttributeError``...) propagates.

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from ..adapters.ai_sdk import SSE_DONE, AISDKEncoder, AISDKListener, to_sse
+from ..adapters.ai_sdk._adapter import SSE_DONE, AISDKEncoder, AISDKListener, to_sse
 from ..changes import ChangeListener
 from ..machine import ToolCallStateMachine
 from ._follow import FollowableJournal, FollowState

@@ -78,6 +78,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import failures as _failures  # noqa: F401 (registers the failure classes)
 from .._jsonout import _jsonable
+from .._registry import load_homes
 from ..failures import CallFailure
 
 __all__ = [
@@ -133,6 +134,9 @@ class CallOutcome(BaseModel):
         data = dict(self.failure or {})
         kind = str(data.get("kind", "unknown"))
         known = _failure_classes().get(kind)
+        if known is None:  # a provider's failure value whose home has not loaded yet
+            load_homes()
+            known = _failure_classes().get(kind)
         if known is not None:
             try:
                 return known.model_validate(data)
