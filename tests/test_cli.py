@@ -193,7 +193,7 @@ def test_cut_off_timeline_shows_calls_failing(capsys: pytest.CaptureFixture[str]
 def test_seed_interleaved_table_and_ignored(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "replay", SEED_INTERLEAVED)
     assert (code, err) == (EXIT_FAILED, "")
-    assert out.startswith(f"{SEED_INTERLEAVED}: seed (detected), 18 items (jsonl), ")
+    assert out.startswith(f"{SEED_INTERLEAVED}: events (detected), 18 items (jsonl), ")
     lines = out.splitlines()
     assert '  t1  search  done    {"q":"tool calls"} -> {"hits":3}' in lines
     assert '  t2  fetch   done    {"url":"https://example.com"} -> "<html>...</html>"' in lines
@@ -288,7 +288,7 @@ def test_validate_passes_clean_streams(capsys: pytest.CaptureFixture[str]) -> No
     assert (code, err) == (EXIT_OK, "")
     assert out.splitlines() == [
         f"{paths[0]}: ok   anthropic, 1 call, turn ended ok",
-        f"{paths[1]}: ok   seed, 2 calls, turn ended ok",
+        f"{paths[1]}: ok   events, 2 calls, turn ended ok",
     ]
 
 
@@ -298,7 +298,7 @@ def test_validate_fails_on_errors_and_ignored_events(
     code, out, _ = run(capsys, "validate", SEED_INTERLEAVED, FIXTURES / "gemini" / "safety.json")
     assert code == EXIT_FAILED
     lines = out.splitlines()
-    assert lines[0] == f"{SEED_INTERLEAVED}: FAIL seed, 5 problems"
+    assert lines[0] == f"{SEED_INTERLEAVED}: FAIL events, 5 problems"
     assert lines[1].startswith(f"{SEED_INTERLEAVED}:   call t3 (calc) failed: invalid_arguments:")
     assert lines[2] == f"{SEED_INTERLEAVED}:   item 5: ignored (duplicate_start): start  t1 search"
     safety = FIXTURES / "gemini" / "safety.json"
@@ -429,7 +429,7 @@ def test_standard_input(
     monkeypatch.setattr(sys, "stdin", stdin)
     code, out, _ = run(capsys, "replay", "-")
     assert code == EXIT_OK
-    assert out.startswith("-: seed (detected), 8 items (json)")
+    assert out.startswith("-: events (detected), 8 items (json)")
 
 
 # -- usage ------------------------------------------------------------------------------------

@@ -395,7 +395,7 @@ def test_demo_live(capsys: pytest.CaptureFixture[str]) -> None:
 WRONG = {
     "openai_chat": "gemini",
     "gemini": "anthropic",
-    "anthropic": "seed",
+    "anthropic": "events",
     "openai_responses": "ai-sdk",
     "ai_sdk": "openai-responses",
     "seed": "openai-chat",
@@ -412,7 +412,7 @@ def test_a_wrong_format_names_the_one_that_fits(
         code, out, err = run(capsys, *argv)
         assert (code, out) == (EXIT_USAGE, "")
         assert err.count("\n") == 1
-        assert f"a {wrong} item" in err
+        assert f"of the {wrong} format" in err
         assert f"(pass --format {right})" in err
 
 
@@ -420,7 +420,7 @@ def test_mismatch_message_for_the_issue_example(capsys: pytest.CaptureFixture[st
     path = FIXTURES / "openai_chat" / "interleaved.sse"
     _, _, err = run(capsys, "replay", "--format", "gemini", path)
     assert err == (
-        f"toolcall-tracker: error: {path}: none of the 6 items is a gemini item; "
+        f"toolcall-tracker: error: {path}: none of the 6 items is of the gemini format; "
         "6 of 6 look like openai-chat (pass --format openai-chat)\n"
     )
 

@@ -195,4 +195,4 @@ def test_validate_in_a_pipe_keeps_the_file_on_every_line() -> None:
     assert code == 1
     check_snapshot("validate", out)
     failing = [line for line in out.splitlines() if "FAIL" in line]  # `| grep FAIL`
-    assert failing == [f"{LONG}: FAIL seed, 2 problems"]
+    assert failing == [f"{LONG}: FAIL events, 2 problems"]

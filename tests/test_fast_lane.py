@@ -190,14 +190,15 @@ def test_more_and_more_of_are_one_fast_path(
 ) -> None:
     # ``more`` inlines ``more_of`` (a call less per fragment): both must answer and write
     # alike, into the lane and through write_delta, past the limit and with a listener.
-    from toolcall_tracker.adapters._calls import RULES, CallTable, malformed_event
+    from toolcall_tracker.adapters._calls import RULES, AdapterCallTable, malformed_event
     from toolcall_tracker.adapters.anthropic import AnthropicMalformedEvent
 
     outcomes = []
     for route in ("more", "more_of"):
         machine = ToolCallStateMachine(limits=Limits(max_args_chars=max_args))
         listener = _Fragments()
-        table = CallTable(RULES["bedrock"], malformed_event(AnthropicMalformedEvent), machine)
+        failure = malformed_event(AnthropicMalformedEvent)
+        table = AdapterCallTable(RULES["bedrock"], failure, machine)
         record = table.start(0, "c", "f", "start")
         assert record is not None
         table.append(record, "{", "delta")  # the call's text counts: the fast path is open

@@ -146,7 +146,7 @@ def test_a_format_name_is_registered_once() -> None:
 def test_format_names_are_unique_and_listed_in_order() -> None:
     names = formats()
     assert len(names) == len(set(names))
-    assert names[:3] == ["seed", "openai-chat", "openai-responses"]
+    assert names[:3] == ["events", "openai-chat", "openai-responses"]
 
 
 @pytest.mark.parametrize("provider", providers(), ids=lambda provider: provider.format)
@@ -174,12 +174,14 @@ def test_provider_tools_and_messages_are_the_named_functions() -> None:
     assert provider_tools("anthropic", [add]) == anthropic_tools([add])
     call = ToolCall(id="t1", name="add", status=Status.DONE, args={"a": 1, "b": 2}, result=3)
     assert provider_messages("anthropic", [call]) == anthropic_messages([call])
-    with pytest.raises(ValueError, match="unknown format 'nope'; the formats are: seed, "):
+    with pytest.raises(ValueError, match="unknown format 'nope'; the formats are: events, "):
         provider_tools("nope", [add])
     with pytest.raises(ValueError, match="the ai-sdk format has no tool definitions"):
         provider_tools("ai-sdk", [add])
+    with pytest.raises(ValueError, match="the events format has no result messages"):
+        provider_messages("events", [call])
     with pytest.raises(ValueError, match="the seed format has no result messages"):
-        provider_messages("seed", [call])
+        provider_messages("seed", [call])  # the events format's old name still names it
 
 
 def test_the_providers_page_lists_every_format_with_its_adapter() -> None:
@@ -264,3 +266,10 @@ def test_every_provider_home_lists_what_it_loads_lazily() -> None:
         assert set(module.__all__) <= set(dir(module))
         with pytest.raises(AttributeError):
             module.no_such_name  # noqa: B018
+
+
+def test_the_events_format_keeps_its_old_name_seed() -> None:
+    """``seed`` was the events format's first name: the registry and ``--format`` still
+    take it, and it is the same declaration; no listing shows it."""
+    assert get("seed") is get("events")
+    assert "seed" not in formats()

@@ -176,11 +176,15 @@ def _is_event(item: Any) -> bool:
 
 
 EVENTS: Final = Provider(
-    format="seed", title="tracker events", one="a tracker event", recognise=_is_event, rank=0
+    format="events", title="tracker events", one="a tracker event", recognise=_is_event, rank=0
 )
 """The tracker's own protocol events, applied as they are read: not a provider, but the
-format of recorded event streams (``--format seed``) and what
+format of recorded event streams (``--format events``) and what
 :meth:`ToolCallTracker.consume` reads without an adapter."""
+
+OLD_NAMES: Final = {"seed": "events"}
+"""Format names that were renamed, and what they are now: :func:`get` and the command
+line's ``--format`` still take them (``seed`` was the events format's first name)."""
 
 
 def lazy_names(
@@ -244,8 +248,9 @@ def get(fmt: str) -> Provider:
     Raises:
         ValueError: no provider has that format (the message lists those that exist).
     """
+    name = OLD_NAMES.get(fmt, fmt)
     for provider in providers():
-        if provider.format == fmt:
+        if provider.format == name:
             return provider
     raise ValueError(f"unknown format {fmt!r}; the formats are: {', '.join(formats())}")
 

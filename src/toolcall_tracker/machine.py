@@ -1,6 +1,6 @@
 """The synchronous machine: the reducer applied per id, the stream's phase, and the change feed.
 
-This is the seed contract: ``tool_call_streaming_state_machine()`` returns a
+This is the core contract: ``tool_call_streaming_state_machine()`` returns a
 :class:`ToolCallStateMachine` with ``apply(event)``, ``get(id)`` and ``list()``. It does no
 I/O and never waits, and it is complete on its own: it knows nothing of closing, waiting or
 timelines. Layers above it read it through its public reads and its change feed
@@ -475,7 +475,7 @@ def tool_call_streaming_state_machine(
     limits: Limits | None = None,
     keep_finished: int | None = None,
 ) -> ToolCallStateMachine:
-    """Create the synchronous tool-call machine (the seed contract).
+    """Create the synchronous tool-call machine (the core contract).
 
     The keyword arguments are those of :class:`ToolCallStateMachine`.
 

@@ -1,6 +1,6 @@
 """Where providers differ in the adapters' call table (private): the options of one rule
 each (:class:`Rules`) and every provider's row (``RULES``), like the machine's transition
-table. ``_calls.CallTable`` reads them; ``docs/adapters-internals.md`` shows the table."""
+table. ``_calls.AdapterCallTable`` reads them; ``docs/adapters-internals.md`` shows the table."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class Rules:
         falsy_input_is_empty: whether an announced input that is falsy and not a string
             (``[]``, ``0``, ``False``) counts as no input, so the call gets ``{}`` (else
             it gets that input's own JSON; ``None`` is always no input).
-        reads_text: the adapter reads a call's streamed text back (:meth:`CallTable.text`)
+        reads_text: the adapter reads a call's streamed text back (:meth:`AdapterCallTable.text`)
             to check what the provider says it was: the sink's ``args_text`` when it has
             one, else a copy the table keeps, within ``Limits.max_args_chars``.
         text_after_ready: (with ``reads_text``) the copy outlives ``ready``: the provider

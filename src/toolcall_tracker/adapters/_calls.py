@@ -8,24 +8,24 @@ and ends the turn. Every adapter used to keep its own copy of that life cycle; t
 module keeps the one copy, and an adapter is a *wire map*: it reads each item of its
 provider and calls the table, usually in a line or two per event type.
 
-A :class:`CallTable` is bound to the sink the adapter writes into (a machine, a tracker,
+A :class:`AdapterCallTable` is bound to the sink the adapter writes into (a machine, a tracker,
 an :class:`~toolcall_tracker.EventCollector`) and honours that sink's
 :class:`~toolcall_tracker.Limits`. Its operations, each written once here:
 
-- :meth:`CallTable.start`: a new record under ``key``. A call still open at ``key`` is
+- :meth:`AdapterCallTable.start`: a new record under ``key``. A call still open at ``key`` is
   *superseded* (it fails, unless the new call repeats its id: a repeated announcement, which
   is ignored). A provider id that is missing or longer than ``Limits.max_id_chars`` is
   replaced by a *minted* id (``_common.IdMinter``), never longer than the limit; an id the
   stream already *claimed* is handled by the provider's ``reused_id`` rule. The name is
   cut to ``Limits.max_name_chars``. A call whose name is unusable, or whose key received
-  text *before* it started (:meth:`CallTable.early`), fails right after its start.
-- :meth:`CallTable.more`: the one fast path. More text for an open call whose text already
+  text *before* it started (:meth:`AdapterCallTable.early`), fails right after its start.
+- :meth:`AdapterCallTable.more`: the one fast path. More text for an open call whose text already
   counts goes straight to the sink; anything else returns ``False`` and the adapter takes
-  :meth:`CallTable.append`, which checks the fragment and applies the ``whitespace`` rule.
-- :meth:`CallTable.close`: the ``{}`` rule (a call with no text gets its announced
+  :meth:`AdapterCallTable.append`, which checks the fragment and applies the ``whitespace`` rule.
+- :meth:`AdapterCallTable.close`: the ``{}`` rule (a call with no text gets its announced
   ``initial`` input as JSON, else ``{}``), then ``ready``.
-- :meth:`CallTable.fail`: the call's error value, built by the adapter's failure factory.
-- :meth:`CallTable.end`: the end of the turn; the records are released.
+- :meth:`AdapterCallTable.fail`: the call's error value, built by the adapter's failure factory.
+- :meth:`AdapterCallTable.end`: the end of the turn; the records are released.
 
 Records are bounded by ``Limits.max_calls``: when that many are kept, the closed ones and
 the ones the sink has forgotten are dropped; a start beyond the bound is still written
@@ -68,13 +68,17 @@ from ._sinkguard import SinkRaised
 if TYPE_CHECKING:
     from .._reducer import _CallRecord
 
-__all__ = ["RULES", "CallTable", "Record", "Rules", "malformed_event"]
+__all__ = ["RULES", "AdapterCallTable", "AdapterCall", "Rules", "malformed_event"]
 
 _JSON_WS: Final = " \t\n\r"
 
 
-class Record:
-    """One call the table keeps: its id, name, key, and what has been streamed into it.
+class AdapterCall:
+    """One call the adapters' table keeps: its id, name, key, and what has been streamed.
+
+    (Three tables keep calls, each with its own record: this one, the adapters'; the
+    machine's ``_reducer._CallRecord``, the call's state; the runner's
+    ``runner._calls.RunnerCall``, what the runner does with it.)
 
     ``open``: not closed, failed or superseded yet. ``empty``: no fragment that counts as
     text yet (see ``Rules.whitespace_is_text``). ``streaming``: open and not empty, the
@@ -115,7 +119,7 @@ class Record:
         self.lane: _CallRecord | None = None
 
 
-Failure = Callable[[Record, str, str], CallFailure]
+Failure = Callable[[AdapterCall, str, str], CallFailure]
 """The adapter's failure factory: ``(record, why, event_type) -> error value``."""
 
 
@@ -123,7 +127,7 @@ def malformed_event(kind: Callable[..., CallFailure]) -> Failure:
     """The failure factory of the adapters whose error value is ``<Provider>MalformedEvent``
     (``message``, ``event_type``, ``index``)."""
 
-    def failure(record: Record, why: str, event_type: str) -> CallFailure:
+    def failure(record: AdapterCall, why: str, event_type: str) -> CallFailure:
         key = record.key
         return kind(
             message=f"call {record.call_id!r} ({record.name}): malformed {event_type}: {why}",
@@ -134,8 +138,8 @@ def malformed_event(kind: Callable[..., CallFailure]) -> Failure:
     return failure
 
 
-class CallTable:
-    """The records of one stream's calls, bound to a sink (see the module doc)."""
+class AdapterCallTable:
+    """The adapters' call table: one stream's calls, bound to a sink (see the module doc)."""
 
     __slots__ = (
         "_delta",
@@ -159,7 +163,7 @@ class CallTable:
     def __init__(self, rules: Rules, failure: Failure, sink: EventSink | None) -> None:
         self._rules = rules
         self._failure = failure
-        self.records: dict[Any, Record] = {}
+        self.records: dict[Any, AdapterCall] = {}
         self._early: set[Any] = set()
         self._ids = IdMinter(rules.id_sep)
         self.ended = False
@@ -190,7 +194,7 @@ class CallTable:
         *,
         initial: Any = None,
         server: bool = False,
-    ) -> Record | None:
+    ) -> AdapterCall | None:
         """Start a call under ``key`` (see the module doc); ``None`` if none started."""
         records = self.records
         old = records.get(key)
@@ -205,7 +209,7 @@ class CallTable:
             return None
         limits = self.limits
         text_name = name if type(name) is str else ""
-        record = Record(key, call_id, text_name, server)
+        record = AdapterCall(key, call_id, text_name, server)
         if len(records) >= limits.max_calls and key not in records:
             records = self._prune()
         if len(records) < limits.max_calls or key in records:
@@ -250,7 +254,7 @@ class CallTable:
             logger.warning("ignored a call at %r: no id fits Limits.max_id_chars (%d)", key, max_id)
         return minted
 
-    def begin(self, record: Record) -> None:
+    def begin(self, record: AdapterCall) -> None:
         """Write the start of ``record`` (its name cut to ``Limits.max_name_chars``), and
         prepare the copy of its text a ``reads_text`` table keeps for a sink without
         ``args_text``. :meth:`start` calls it; an adapter that routes its calls itself
@@ -287,7 +291,7 @@ class CallTable:
             raise SinkRaised(exc) from None
         return True
 
-    def more_of(self, record: Record, text: Any) -> bool:
+    def more_of(self, record: AdapterCall, text: Any) -> bool:
         """:meth:`more` for a record the adapter routed itself (OpenAI): the one test and
         the one write of the fast path."""
         if not record.streaming or type(text) is not str or not text:
@@ -308,7 +312,7 @@ class CallTable:
             raise SinkRaised(exc) from None
         return True
 
-    def append(self, record: Record, text: Any, event_type: str) -> None:
+    def append(self, record: AdapterCall, text: Any, event_type: str) -> None:
         """Append a fragment to an open call: fails it if ``text`` is not a string (``None``:
         see ``Rules.absent_text_fails``); nothing for ``""``."""
         if not record.open or (text is None and not self._rules.absent_text_fails):
@@ -330,14 +334,14 @@ class CallTable:
                 copy.append(text)
         self._write_delta(record.call_id, text)
 
-    def append_parsed(self, record: Record, text: str, value: Any, event_type: str) -> None:
+    def append_parsed(self, record: AdapterCall, text: str, value: Any, event_type: str) -> None:
         """:meth:`append` of a call's whole argument text, ``value`` being its parse by
         ``parse_json``: a machine takes that value at ``ready`` instead of parsing ``text``
         again (see ``_CallRecord.give``)."""
         self.append(record, text, event_type)
         self.give(record, text, value)
 
-    def give(self, record: Record, text: str, value: Any) -> None:
+    def give(self, record: AdapterCall, text: str, value: Any) -> None:
         """Hand the sink ``value``, the parse by ``parse_json`` of ``text``, the whole text
         the open call ``record`` holds: a machine takes that value at ``ready`` instead of
         parsing ``text`` again (see ``_CallRecord.give``); other sinks
@@ -352,7 +356,7 @@ class CallTable:
         if record is not None:
             self.ready(record, event_type)
 
-    def ready(self, record: Record, event_type: str) -> None:
+    def ready(self, record: AdapterCall, event_type: str) -> None:
         """:meth:`close` for a record the adapter routed itself (OpenAI)."""
         if not record.open:
             return
@@ -385,21 +389,21 @@ class CallTable:
             raise SinkRaised(exc) from None
 
     def fail(
-        self, record: Record, why: str, event_type: str, error: CallFailure | None = None
+        self, record: AdapterCall, why: str, event_type: str, error: CallFailure | None = None
     ) -> None:
         """Fail an open call with the adapter's error value (``error``, if given)."""
         if not record.open:
             return
         self.finish(record, error or self._failure(record, why, event_type))
 
-    def finish(self, record: Record, error: Any) -> None:
+    def finish(self, record: AdapterCall, error: Any) -> None:
         """Write a call's error, reported by the provider (whether ready or not)."""
         record.open = record.streaming = False
         record.finished = True
         record.copy = None
         self.error(record.call_id, error)
 
-    def text(self, record: Record) -> str | None:
+    def text(self, record: AdapterCall) -> str | None:
         """The text a call holds (``Rules.reads_text``): the sink's, or the copy kept;
         ``None`` when unknown (the sink has no such call, or the copy outgrew the limit)."""
         read = self._read
@@ -449,7 +453,7 @@ class CallTable:
             return None
         return self._ids.mint(base.format(key=key), self.limits)
 
-    def _prune(self) -> dict[Any, Record]:
+    def _prune(self) -> dict[Any, AdapterCall]:
         """Drop the records no event can need: closed calls, and calls the sink forgot."""
         forgotten = getattr(self.sink, "is_forgotten", None)
         self.records = records = {

@@ -116,7 +116,7 @@ def _json_written(value: Any) -> tuple[str, Any] | None:
     equal to ``value``, which leaves out what it writes and ``json.dumps`` refuses or
     writes otherwise (a date, a set, ``NaN``, a key that is not a string, a tuple); the
     parse goes with it, for a machine to take at ``ready`` (see
-    :meth:`CallTable.append_parsed`). Anything else takes ``json.dumps``, which decides.
+    :meth:`AdapterCallTable.append_parsed`). Anything else takes ``json.dumps``, which decides.
     """
     plain = _plain(value)
     try:

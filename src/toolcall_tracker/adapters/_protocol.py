@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from ..events import Delta, End, Error, Ready, Result, Start
 from ..limits import DEFAULT_LIMITS, Limits
 from ..sink import EventCollector, EventSink
-from ._calls import CallTable
+from ._calls import AdapterCallTable
 from ._sinkguard import SinkRaised, unwrap
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class SinkAdapter:
             machine's limits instead.
     """
 
-    _table: CallTable | None = None
+    _table: AdapterCallTable | None = None
     """The adapter's call table, if it drives one (bound to the same sink)."""
 
     def __init__(self, *, limits: Limits | None = None) -> None:

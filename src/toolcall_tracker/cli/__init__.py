@@ -8,7 +8,7 @@ Commands::
     toolcall-tracker demo [--backend asyncio|trio] [--svg SVG] [--fast] [--live | --plain]
 
 ``replay`` reads a recorded stream, feeds every item through the provider's adapter (or,
-for the ``seed`` format, applies the protocol events directly) into a
+for the ``events`` format, applies the protocol events directly) into a
 :func:`~toolcall_tracker.tool_call_streaming_state_machine`, and prints a table of the
 calls, how the turn ended and the events the machine ignored (with their reasons).
 On a terminal with rich installed (the ``[cli]`` extra) it first shows a live table of
@@ -38,7 +38,7 @@ Input files (``-`` reads standard input) hold one of:
 Every item is a JSON object, except in a line protocol's text lines (the AI SDK v4 data
 stream, ``9:{...}``, read line by line). The formats are those of the provider registry
 (the private ``_registry``). ``--format auto`` (the default) recognises the format from
-the items' shapes: ``seed`` (the protocol's own ``start``/``delta``/``ready``/``result``/
+the items' shapes: ``events`` (the protocol's own ``start``/``delta``/``ready``/``result``/
 ``error``/``end`` events), ``openai-chat`` (Chat Completions chunks), ``openai-responses``
 (Responses API events), ``anthropic`` (Messages stream events), ``gemini``
 (``GenerateContentResponse`` chunks), ``ai-sdk`` (Vercel AI SDK UI message parts),
@@ -49,7 +49,7 @@ stream events), ``ollama`` (native ``/api/chat`` lines) or ``mistral`` (dumped
 chunks, recognised as ``openai-chat``, which reads them the same). LiteLLM's chunks are
 ``openai-chat``.
 
-A ``seed`` stream that does not end with an ``end`` event ends the turn normally when it
+An ``events`` stream that does not end with an ``end`` event ends the turn normally when it
 is exhausted, as :meth:`ToolCallTracker.consume <toolcall_tracker.ToolCallTracker.consume>`
 does; a provider stream ends as its adapter's ``end()`` says.
 
@@ -64,7 +64,7 @@ Exit codes: ``0`` every call succeeded (or is still running) and the turn ended 
 (``replay`` prints its report anyway; ``validate``: or an event was ignored); ``2`` a usage
 error (a ``--format`` that fits no item, ``--live`` without rich, an SVG that cannot be
 written), or an input that cannot be read (missing, not UTF-8 text, not JSON, not a stream
-of JSON objects, an invalid ``seed`` event, a line or document over its limit, a
+of JSON objects, an invalid protocol event, a line or document over its limit, a
 corrupted or cut-off event-stream message). Input never
 causes a traceback: problems are reported on standard error in one line naming the file
 and the line or item.
@@ -85,6 +85,7 @@ from contextlib import closing
 from typing import Final
 
 from .. import __version__
+from .._registry import OLD_NAMES
 from .._registry import formats as registered_formats
 from ._detect import FORMATS
 from ._input import InputError
@@ -262,6 +263,9 @@ def _parser() -> argparse.ArgumentParser:
     formats = ["auto", *registered_formats()]  # the registry, read now
     format_help = "the stream's format (default: auto, recognised from the items)"
 
+    def format_name(value: str) -> str:  # an old name (seed) is its new one (events)
+        return OLD_NAMES.get(value, value)
+
     replay = commands.add_parser(
         "replay",
         help="replay a recorded stream and print its calls",
@@ -293,7 +297,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="journal --follow: give up after this long (default 60)",
     )
-    replay.add_argument("--format", choices=formats, default="auto", help=format_help)
+    replay.add_argument(
+        "--format", type=format_name, choices=formats, default="auto", help=format_help
+    )
     replay.add_argument(
         "--events",
         action="store_true",
@@ -336,7 +342,9 @@ def _parser() -> argparse.ArgumentParser:
         "not end ok or any event was ignored (2 if a file cannot be read).",
     )
     validate.add_argument("files", metavar="FILE", nargs="+", help="recorded streams")
-    validate.add_argument("--format", choices=formats, default="auto", help=format_help)
+    validate.add_argument(
+        "--format", type=format_name, choices=formats, default="auto", help=format_help
+    )
     validate.set_defaults(handler=_cmd_validate)
     return parser
 

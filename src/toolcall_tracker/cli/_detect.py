@@ -38,9 +38,9 @@ def mismatch(fmt: str, items: int, votes: dict[str, int]) -> str:
     what = f"none of the {items} items is" if items != 1 else "the item is not"
     ranked = sorted(votes.items(), key=lambda vote: -vote[1])
     if not ranked:
-        return f"{what} a {fmt} item, nor one of any format this tool knows"
+        return f"{what} of the {fmt} format, nor of any format this tool knows"
     best, count = ranked[0]
-    return f"{what} a {fmt} item; {count} of {items} look like {best} (pass --format {best})"
+    return f"{what} of the {fmt} format; {count} of {items} look like {best} (pass --format {best})"
 
 
 def detect(items: Iterator[Item]) -> tuple[str, list[Item]]:

@@ -1,4 +1,4 @@
-"""Replaying a stream: items through the adapter (or seed events as they are) into a machine.
+"""Replaying a stream: items through the adapter (or protocol events as they are) into a machine.
 
 :func:`replay` reads the input as it goes and tells an :class:`Observer` about every ignored
 event and (with the timeline on) every applied event, as it happens; it keeps only counts
@@ -171,14 +171,14 @@ def _run(
             raise InputError(mismatch(fmt, result.items, votes))
 
     def apply(item: Item | None, event: Any) -> None:
-        """Apply one event (a model, or a seed item as it was read) and report it."""
+        """Apply one event (a model, or a protocol event as it was read) and report it."""
         number = None if item is None else item.number
         try:
             machine.apply(event)
         except InvalidEvent as exc:
             where = "at the end of the stream" if item is None else item.where()
             hint = ""
-            if not votes.get(fmt) and votes:  # not a seed stream at all: say which it is
+            if not votes.get(fmt) and votes:  # not an events stream at all: say which it is
                 hint = f"; {mismatch(fmt, result.items, votes)}"
             raise InputError(f"{where}: {clean(str(exc))}{hint}") from None
         result.events += 1
@@ -189,12 +189,12 @@ def _run(
             result.ignored += 1
             observer.ignored(number, event, ignored)
         if follower is not None:
-            if isinstance(event, dict):  # a seed item that applied: show it as a model
+            if isinstance(event, dict):  # a protocol event that applied: show it as a model
                 event = parse_event(event) or event
             observer.step(follower.record(number, event, ignored))
             result.columns = follower.columns
 
-    if fmt == "seed":
+    if fmt == "events":
         for item in items:
             if is_truncation(item.value):
                 return _truncated(item, apply, watch, result)

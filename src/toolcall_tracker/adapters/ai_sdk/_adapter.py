@@ -91,7 +91,7 @@ from typing import Any, Final, Literal
 
 from ...failures import CallFailure
 from ...limits import Limits
-from .._calls import RULES, CallTable, Record
+from .._calls import RULES, AdapterCall, AdapterCallTable
 from .._common import READ_ERRORS, _get, _short, _usable_id, logger
 from .._protocol import SinkAdapter
 from ._encoder import (
@@ -175,15 +175,15 @@ class AISDKAdapter(SinkAdapter):
         super().__init__(limits=limits)
         if ready not in ("step", "input"):
             raise ValueError(f'AISDKAdapter(ready=...) is "step" or "input", not {ready!r}')
-        self._table = self._calls = CallTable(RULES["ai_sdk"], malformed, self._sink)
+        self._table = self._calls = AdapterCallTable(RULES["ai_sdk"], malformed, self._sink)
         self._held: dict[str, Held] = {}
         self._streams: dict[str, Held] = {}  # the held calls whose input is not stated yet
-        self._step: list[Record] = []  # the calls since the last start-step (or reset-step)
-        self._standing: list[Record] = []  # those finish-step ended: ready once it stands
+        self._step: list[AdapterCall] = []  # the calls since the last start-step (or reset-step)
+        self._standing: list[AdapterCall] = []  # those finish-step ended: ready once it stands
         self._retracted: dict[str, None] = {}  # toolCallIds a reset-step failed (oldest first)
         self._resets = 0
         self._eager = ready == "input"
-        self._due: Record | None = None  # with ready="input": ready at the next part
+        self._due: AdapterCall | None = None  # with ready="input": ready at the next part
 
     def _translate(self, item: Any) -> None:
         self._read((item,))
@@ -267,7 +267,7 @@ class AISDKAdapter(SinkAdapter):
         if record.open and self._calls.records.get(record.key) is record:
             self._calls.append(record, held.text(), "tool-input-delta")
 
-    def _record(self, item: Any, part_type: str) -> Record | None:
+    def _record(self, item: Any, part_type: str) -> AdapterCall | None:
         """The record of the part's call; started by ``part_type`` if new."""
         call_id = _get(item, "toolCallId")
         if not _usable_id(call_id, self._limits.max_id_chars):
@@ -293,7 +293,7 @@ class AISDKAdapter(SinkAdapter):
             tracker_id += "~"
         return tracker_id
 
-    def _hold(self, record: Record, text_input: bool) -> None:
+    def _hold(self, record: AdapterCall, text_input: bool) -> None:
         """Hold a new call; the held calls are as many as the table's records at most."""
         held = self._held
         if len(held) >= self._limits.max_calls:
@@ -308,7 +308,7 @@ class AISDKAdapter(SinkAdapter):
     def _limits_changed(self) -> None:
         resize(self._streams.values(), self._limits.max_args_chars)
 
-    def _open(self, item: Any) -> Record | None:
+    def _open(self, item: Any) -> AdapterCall | None:
         call_id = _get(item, "toolCallId")
         record = self._calls.records.get(call_id) if isinstance(call_id, str) else None
         return record if record is not None and record.open else None
@@ -447,19 +447,19 @@ class AISDKAdapter(SinkAdapter):
 
     # -- writing ----------------------------------------------------------------------
 
-    def _release(self, record: Record) -> None:
+    def _release(self, record: AdapterCall) -> None:
         """Stop holding a call, its streamed text written if it never was (errors show it)."""
         held = self._held.pop(record.key, None)
         self._streams.pop(record.key, None)
         if held is not None and not held.available and held.parts and record.open:
             self._calls.append(record, held.text(), "tool-input-delta")
 
-    def _ready(self, record: Record) -> None:
+    def _ready(self, record: AdapterCall) -> None:
         """Make a held call ready (its text written first, if it never was)."""
         self._release(record)
         self._calls.ready(record, "tool-output-available")
 
-    def _fail(self, record: Record, why: str, error: CallFailure | None = None) -> None:
+    def _fail(self, record: AdapterCall, why: str, error: CallFailure | None = None) -> None:
         self._release(record)
         self._calls.fail(record, why, "tool-input-delta", error)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ...failures import CallFailure, MalformedStreamItem
-from .._calls import Record
+from .._calls import AdapterCall
 from .._common import _get
 
 __all__ = [
@@ -75,7 +75,7 @@ class AISDKMalformedPart(MalformedStreamItem):
     part_type: str
 
 
-def approval_pending(record: Record, approval_id: str) -> AISDKApprovalPending:
+def approval_pending(record: AdapterCall, approval_id: str) -> AISDKApprovalPending:
     return AISDKApprovalPending(
         message=f"call {record.call_id!r} ({record.name}) awaits approval ({approval_id!r}) "
         "when the turn ends; it never ran. The decision goes back to the server, whose next "
@@ -84,7 +84,7 @@ def approval_pending(record: Record, approval_id: str) -> AISDKApprovalPending:
     )
 
 
-def step_reset(record: Record, *, ready: bool) -> AISDKStepReset:
+def step_reset(record: AdapterCall, *, ready: bool) -> AISDKStepReset:
     if ready:
         why = "the server retracted its step (reset-step) after it was made ready; a tool "
         why += "already started is stopped, but what it did is done"
@@ -95,7 +95,7 @@ def step_reset(record: Record, *, ready: bool) -> AISDKStepReset:
     )
 
 
-def malformed(record: Record, why: str, part_type: str) -> AISDKMalformedPart:
+def malformed(record: AdapterCall, why: str, part_type: str) -> AISDKMalformedPart:
     return AISDKMalformedPart(
         message=f"call {record.call_id!r} ({record.name}): malformed {part_type}: {why}",
         part_type=part_type,

@@ -13,7 +13,7 @@ streamed text (a :class:`Held`) and writes the text of the call only at
 - the streamed text, when it parses to the stated input as JSON values (numbers compared
   as JavaScript compares them: an integer beyond 2^53 equals its rounded double, so the
   streamed, exact digits are kept); that parse is handed to a machine, which then does
-  not parse the same text again at ``ready`` (see ``CallTable.append_parsed``);
+  not parse the same text again at ``ready`` (see ``AdapterCallTable.append_parsed``);
 - else the JSON of the stated input: the server's input counts, and the streamed text is
   dropped (logged at DEBUG);
 - for a text-input tool (``inputEncoding: "text"``), whose input is a plain string, the
@@ -34,7 +34,7 @@ from typing import Any, Final
 from pydantic_core import to_json
 
 from ..._json import _ArgumentsError, parse_json
-from .._calls import Record
+from .._calls import AdapterCall
 from .._common import NOT_PARSED, _get, _json_text, logger
 
 __all__ = ["MISSING", "Held", "forget", "input_text", "json_equal", "resize", "settle"]
@@ -56,7 +56,7 @@ class Held:
 
     __slots__ = ("approval_id", "available", "limit", "parts", "record", "room", "text_input")
 
-    def __init__(self, record: Record, text_input: bool, limit: int = sys.maxsize) -> None:
+    def __init__(self, record: AdapterCall, text_input: bool, limit: int = sys.maxsize) -> None:
         self.record = record
         self.parts: list[str] = []
         self.limit = self.room = limit

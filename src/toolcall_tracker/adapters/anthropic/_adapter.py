@@ -75,7 +75,7 @@ from typing import Any, Final, Literal
 
 from ...failures import CallFailure, MalformedStreamItem
 from ...limits import Limits
-from .._calls import RULES, CallTable, malformed_event
+from .._calls import RULES, AdapterCallTable, malformed_event
 from .._common import _IS_MAPPING, READ_ERRORS, _get, _plain, logger
 from .._protocol import SinkAdapter
 
@@ -136,7 +136,7 @@ class AnthropicAdapter(SinkAdapter):
             _CLIENT_TOOL_BLOCKS | _SERVER_TOOL_BLOCKS if server_tools else _CLIENT_TOOL_BLOCKS
         )
         self._ok_reasons = frozenset(ok_stop_reasons)
-        self._table = self._calls = CallTable(RULES["anthropic"], _FAILURE, self._sink)
+        self._table = self._calls = AdapterCallTable(RULES["anthropic"], _FAILURE, self._sink)
         self._server_calls: set[str] = set()
         self._stop_reason: str | None = None
 

@@ -61,7 +61,7 @@ from typing import Any, Final, Literal
 
 from ...failures import CallFailure, MalformedStreamItem
 from ...limits import Limits
-from .._calls import RULES, CallTable, malformed_event
+from .._calls import RULES, AdapterCallTable, malformed_event
 from .._common import READ_ERRORS, _get, _json_text, _plain, logger
 from .._protocol import SinkAdapter
 
@@ -129,7 +129,7 @@ class BedrockConverseAdapter(SinkAdapter):
         super().__init__(limits=limits)
         self._server_tools = server_tools
         self._ok_reasons = frozenset(ok_stop_reasons)
-        self._table = self._calls = CallTable(RULES["bedrock"], _FAILURE, self._sink)
+        self._table = self._calls = AdapterCallTable(RULES["bedrock"], _FAILURE, self._sink)
         self._results: dict[int, _ResultBlock] = {}
         self._server_calls: set[str] = set()
 

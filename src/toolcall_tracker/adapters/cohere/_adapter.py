@@ -52,7 +52,7 @@ from typing import Any, Final, Literal
 
 from ...failures import MalformedStreamItem
 from ...limits import Limits
-from .._calls import RULES, CallTable, malformed_event
+from .._calls import RULES, AdapterCallTable, malformed_event
 from .._common import READ_ERRORS, _get, logger
 from .._protocol import SinkAdapter
 
@@ -97,7 +97,7 @@ class CohereAdapter(SinkAdapter):
     ) -> None:
         super().__init__(limits=limits)
         self._ok_reasons = frozenset(ok_finish_reasons)
-        self._table = self._calls = CallTable(RULES["cohere"], _FAILURE, self._sink)
+        self._table = self._calls = AdapterCallTable(RULES["cohere"], _FAILURE, self._sink)
 
     def _translate(self, item: Any) -> None:
         self._read((item,))

@@ -58,7 +58,7 @@ from typing import Any, Final, Literal
 
 from ...failures import CallFailure, IncompleteArguments, MalformedStreamItem
 from ...limits import Limits
-from .._calls import RULES, CallTable, Record
+from .._calls import RULES, AdapterCall, AdapterCallTable
 from .._common import (
     READ_ERRORS,
     _get,
@@ -281,7 +281,7 @@ class _Open:
 
     __slots__ = ("record", "size", "writer")
 
-    def __init__(self, record: Record) -> None:
+    def __init__(self, record: AdapterCall) -> None:
         self.record = record
         self.size = 0  # characters written; past Limits.max_args_chars the sink failed it
         self.writer: _ArgsWriter | None = _ArgsWriter()
@@ -315,7 +315,7 @@ class GeminiAdapter(SinkAdapter):
     def __init__(self, *, limits: Limits | None = None) -> None:
         super().__init__(limits=limits)
         self._candidates: dict[int, _Candidate] = {}
-        self._table = self._calls = CallTable(RULES["gemini"], _unused_failure, self._sink)
+        self._table = self._calls = AdapterCallTable(RULES["gemini"], _unused_failure, self._sink)
         self._blocked: str | None = None
 
     def _translate(self, item: Any) -> None:
@@ -457,7 +457,7 @@ class GeminiAdapter(SinkAdapter):
         self._calls.fail(record, cause, "function_call", failure)
 
 
-def _unused_failure(record: Record, why: str, event_type: str) -> CallFailure:
+def _unused_failure(record: AdapterCall, why: str, event_type: str) -> CallFailure:
     """Gemini fails calls only with the values it builds itself (malformed partial args,
     incomplete arguments); a name is checked before a call starts."""
     return GeminiMalformedCall(message=f"call {record.call_id!r} ({record.name}): {why}")

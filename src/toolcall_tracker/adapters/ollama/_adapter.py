@@ -48,7 +48,7 @@ from typing import Any, Final, Literal
 
 from ...failures import MalformedStreamItem
 from ...limits import Limits
-from .._calls import RULES, CallTable, Record
+from .._calls import RULES, AdapterCall, AdapterCallTable
 from .._common import READ_ERRORS, _get, _short, logger
 from .._protocol import SinkAdapter
 from ..openai._chat import OpenAIChatAdapter
@@ -83,7 +83,7 @@ class OllamaAdapter(SinkAdapter):
     ) -> None:
         super().__init__(limits=limits)
         self._ok_reasons = frozenset(ok_done_reasons)
-        self._table = self._calls = CallTable(RULES["ollama"], _failure, self._sink)
+        self._table = self._calls = AdapterCallTable(RULES["ollama"], _failure, self._sink)
         self._count = 0
         self._native = False  # a native line was seen: never switch to Chat chunks
         self._openai: OpenAIChatAdapter | None = None  # set for OpenAI-compatible chunks
@@ -174,5 +174,5 @@ class OllamaAdapter(SinkAdapter):
             calls.close(position, "function.arguments")
 
 
-def _failure(record: Record, why: str, field: str) -> OllamaMalformedToolCall:
+def _failure(record: AdapterCall, why: str, field: str) -> OllamaMalformedToolCall:
     return OllamaMalformedToolCall(message=f"tool call {record.call_id!r}: {why}", field=field)

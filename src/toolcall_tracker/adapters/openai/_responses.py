@@ -161,7 +161,7 @@ class OpenAIResponsesAdapter(_Emitter):
             TypeError: an item is not a provider item at all (see the module docs).
         """
         # The hot path: a fragment, read with plain access from a dict or an SDK object,
-        # for a streaming call: the table's fast path (``CallTable.more_of``). Any
+        # for a streaming call: the table's fast path (``AdapterCallTable.more_of``). Any
         # other fragment: _fragment; any other event: its handler (_event). Neither
         # writes once the turn ended; nor does the hot path: _end empties ``_by_item``.
         for item in items:

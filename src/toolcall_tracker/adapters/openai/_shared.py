@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from ..._json import _ArgumentsError, parse_json
 from ...failures import CallFailure, MalformedStreamItem
 from ...limits import Limits
-from .._calls import RULES, CallTable, Record
+from .._calls import RULES, AdapterCall, AdapterCallTable
 from .._protocol import SinkAdapter
 
 _logger: Final = logging.getLogger("toolcall_tracker.adapters.openai")
@@ -216,7 +216,7 @@ class _JsonEnd:
         self._depth, self._in_string, self._escape = depth, in_string, escape
 
 
-class _Call(Record):
+class _Call(AdapterCall):
     """The adapter's record of one call: a call-table record, plus what OpenAI adds.
 
     ``status``: the OpenAI status (``_PENDING``, ``_READY``, ``_FAILED``, ``_HELD``); the
@@ -260,18 +260,18 @@ class _Call(Record):
         self.retired = False  # (Chat) no longer among its choice's live calls (_openai_routes)
 
 
-def _failure_of(api: _API) -> Callable[[Record, str, str], OpenAICallFailure]:
+def _failure_of(api: _API) -> Callable[[AdapterCall, str, str], OpenAICallFailure]:
     """The call table's failure factory for ``api`` (the table fails no OpenAI call on its
     own; the adapters pass their error values)."""
 
-    def failure(record: Record, why: str, event_type: str) -> OpenAICallFailure:
+    def failure(record: AdapterCall, why: str, event_type: str) -> OpenAICallFailure:
         message = f"tool call {record.call_id!r}: {why}"
         return OpenAIMalformedToolCall(api=api, field=event_type, message=message)
 
     return failure
 
 
-_FAILURES: Final[dict[str, Callable[[Record, str, str], OpenAICallFailure]]] = {
+_FAILURES: Final[dict[str, Callable[[AdapterCall, str, str], OpenAICallFailure]]] = {
     "chat.completions": _failure_of("chat.completions"),
     "responses": _failure_of("responses"),
 }
@@ -290,7 +290,7 @@ class _Emitter(SinkAdapter):
         # adapter and table a reference cycle, and every turn (adapter, records, the
         # machine they write into) would wait for the garbage collector.
         failure = _FAILURES[self._api]
-        self._table = self._calls = CallTable(RULES[self._rules_name], failure, self._sink)
+        self._table = self._calls = AdapterCallTable(RULES[self._rules_name], failure, self._sink)
         self._waiting = 0  # calls holding text until their name arrives
         self._held = 0  # the characters they hold, all together
 
