@@ -21,9 +21,10 @@ ignored, so a late duplicate cannot resurrect it. And ``delta`` has a guard, lik
 ``ready``: a fragment that would take the argument text past ``Limits.max_args_chars``
 fails the call (``ArgumentsTooLarge``) and releases its text instead of appending.
 
-The stream itself has a second, tiny state machine (``STREAM``): it is ``open`` until an
-``end`` event arrives, then ``ended`` for good; while ``Limits.max_calls`` calls are
-tracked it is ``full``, where a new ``start`` is ignored with reason ``too_many_calls``.
+The stream itself has a second, tiny state machine (``STREAM``, one row per
+:class:`StreamPhase`): it is ``OPEN`` until an ``end`` event arrives, then ``ENDED`` for
+good; while ``Limits.max_calls`` calls are tracked it is ``FULL``, where a new ``start`` is
+ignored with reason ``too_many_calls`` (and ``OPEN`` again once one is forgotten).
 Once ended, the model can say nothing more (``start``, ``delta`` and ``ready`` are
 ignored with reason ``turn_ended``) but tool outcomes (``result``, ``error``) still
 apply, because they come from the tool runner, not from the model. The ``end`` event is
@@ -61,6 +62,7 @@ __all__ = [
     "as_running",
     "IgnoreReason",
     "StreamAction",
+    "StreamPhase",
     "reduce",
 ]
 
@@ -112,6 +114,21 @@ class StreamAction(Enum):
     END_TURN = "end the turn, then broadcast end to every call"
 
 
+class StreamPhase(str, Enum):
+    """The stream's phase: which row of ``STREAM`` an event reads. A ``str`` enum, like
+    :class:`IgnoreReason`, so that ``STREAM["open"]`` still finds its row."""
+
+    OPEN = "open"
+    """Events are routed to their calls; a ``start`` may create one."""
+    FULL = "full"
+    """``Limits.max_calls`` calls are tracked: a ``start`` is ignored (``too_many_calls``)."""
+    ENDED = "ended"
+    """After ``end``, for good: only tool outcomes (``result``, ``error``) still apply."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
 _KINDS: Final = ("start", "delta", "ready", "result", "error", "end")
 
 
@@ -128,6 +145,7 @@ FINISHED, TURN_ENDED = IgnoreReason.ALREADY_FINISHED, IgnoreReason.TURN_ENDED
 FORGOT, TOO_MANY = IgnoreReason.FORGOTTEN, IgnoreReason.TOO_MANY_CALLS
 PER_CALL, END_TURN = StreamAction.PER_CALL, StreamAction.END_TURN
 PENDING, RUNNING, DONE, ERROR = Status.PENDING, Status.RUNNING, Status.DONE, Status.ERROR
+OPEN, FULL, ENDED = StreamPhase.OPEN, StreamPhase.FULL, StreamPhase.ENDED
 
 FORGOTTEN: Final = "forgotten"
 """The row of ids whose finished call was forgotten."""
@@ -144,16 +162,16 @@ TRANSITIONS: Final[dict[Status | str | None, dict[str, Action | IgnoreReason]]] 
 """Per call: ``TRANSITIONS[state][event type]`` is an action or an ignore reason; the state
 is the call's status, ``None`` for an id never seen, or ``"forgotten"``."""
 
-STREAM: Final[dict[str, dict[str, StreamAction | IgnoreReason]]] = {
-    #              start       delta         ready         result        error       end
-    "open":  _row(PER_CALL,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
-    "full":  _row(TOO_MANY,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
-    "ended": _row(TURN_ENDED, TURN_ENDED,   TURN_ENDED,   PER_CALL,     PER_CALL,   TURN_ENDED),
+STREAM: Final[dict[StreamPhase, dict[str, StreamAction | IgnoreReason]]] = {
+    #           start       delta         ready         result        error       end
+    OPEN:  _row(PER_CALL,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
+    FULL:  _row(TOO_MANY,   PER_CALL,     PER_CALL,     PER_CALL,     PER_CALL,   END_TURN),
+    ENDED: _row(TURN_ENDED, TURN_ENDED,   TURN_ENDED,   PER_CALL,     PER_CALL,   TURN_ENDED),
 }  # fmt: skip
-"""Per stream: ``STREAM[phase][event type]``. The phase is ``open``, ``full`` while
-``Limits.max_calls`` calls are tracked, and ``ended`` after ``end`` (for good). (A closed
-async tracker refuses every event before it reaches this table: closing is the tracker's
-business, not the machine's.)"""
+"""Per stream: ``STREAM[phase][event type]``, for each :class:`StreamPhase`: ``OPEN``,
+``FULL`` while ``Limits.max_calls`` calls are tracked, and ``ENDED`` after ``end`` (for
+good). (A closed async tracker refuses every event before it reaches this table: closing
+is the tracker's business, not the machine's.)"""
 
 
 _COALESCE: Final = 64

@@ -17,7 +17,16 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 from ._decode import decode, reported, wire
-from ._reducer import _STEPS, FORGOTTEN, STREAM, IgnoreReason, StreamAction, _CallRecord, reduce
+from ._reducer import (
+    _STEPS,
+    FORGOTTEN,
+    STREAM,
+    IgnoreReason,
+    StreamAction,
+    StreamPhase,
+    _CallRecord,
+    reduce,
+)
 from ._support import bounded_repr, construct
 from .calls import Status, ToolCall
 from .changes import ChangeListener
@@ -37,6 +46,7 @@ IgnoredHook: TypeAlias = Callable[[Any, IgnoreReason], None]
 """
 
 _PER_CALL: Final = StreamAction.PER_CALL
+_OPEN, _FULL, _ENDED = StreamPhase.OPEN, StreamPhase.FULL, StreamPhase.ENDED
 _MISSING: Final[Any] = object()
 _UNKNOWN_TYPE: Final[Any] = object()
 _UNKNOWN: Final = ("unknown", None, None)
@@ -95,7 +105,7 @@ class ToolCallStateMachine:
         self._forgotten: Mapping[str, None] = _NONE_FORGOTTEN
         self._keep_finished = keep_finished
         self._finished: deque[_CallRecord] | None = None
-        self._phase = phase = "open" if limits.max_calls > 0 else "full"
+        self._phase = phase = _OPEN if limits.max_calls > 0 else _FULL
         self._stream = _STREAM_ROWS[phase]
         self._end: End | None = None
         self._on_ignored = on_ignored
@@ -355,8 +365,8 @@ class ToolCallStateMachine:
                     self._calls[call_id] = after  # type: ignore[assignment]
                     if self._fragment_listeners:
                         after.close_lane()  # type: ignore[union-attr]
-                    if len(self._calls) >= limits.max_calls and self._phase == "open":
-                        self._set_phase("full")
+                    if len(self._calls) >= limits.max_calls and self._phase is _OPEN:
+                        self._set_phase(_FULL)
                     self._changed(after, None)  # type: ignore[arg-type]
         elif step is StreamAction.END_TURN:
             self._end_turn(payload)
@@ -365,12 +375,12 @@ class ToolCallStateMachine:
         if self._listener_error is not None:
             self._raise_listener_error()
 
-    def _set_phase(self, phase: str) -> None:
+    def _set_phase(self, phase: StreamPhase) -> None:
         self._phase = phase
         self._stream = _STREAM_ROWS[phase]
 
     def _end_turn(self, end: End) -> None:
-        self._set_phase("ended")
+        self._set_phase(_ENDED)
         self._end = end
         for record in list(self._calls.values()):
             before = record.status
@@ -415,8 +425,8 @@ class ToolCallStateMachine:
         forgotten[record.id] = None
         if len(forgotten) > self._limits.remember_forgotten:
             forgotten.popitem(last=False)
-        if self._phase == "full" and len(self._calls) < self._limits.max_calls:
-            self._set_phase("open")
+        if self._phase is _FULL and len(self._calls) < self._limits.max_calls:
+            self._set_phase(_OPEN)
         for listener in self._listeners:
             try:
                 listener.call_forgotten(record.id)

@@ -3,10 +3,29 @@
 ``TRANSITIONS[state][event type]`` names, for each state a call can be in (``None`` for an id
 never seen, ``"forgotten"`` for a forgotten one), the :class:`Action` to take or the
 :class:`IgnoreReason` the event is ignored for; ``STREAM[phase][event type]`` does the same
-for the stream's phase (``open``, ``full``, ``ended``). :func:`reduce` applies one row.
+for the stream's :class:`StreamPhase` (``OPEN``, ``FULL``, ``ENDED``: ``str`` members, so
+``STREAM["open"]`` still works). :func:`reduce` applies one row.
 The theory of operation, and the implementation, are in :mod:`toolcall_tracker._reducer`.
 """
 
-from ._reducer import FORGOTTEN, STREAM, TRANSITIONS, Action, IgnoreReason, StreamAction, reduce
+from ._reducer import (
+    FORGOTTEN,
+    STREAM,
+    TRANSITIONS,
+    Action,
+    IgnoreReason,
+    StreamAction,
+    StreamPhase,
+    reduce,
+)
 
-__all__ = ["FORGOTTEN", "STREAM", "TRANSITIONS", "Action", "IgnoreReason", "StreamAction", "reduce"]
+__all__ = [
+    "FORGOTTEN",
+    "STREAM",
+    "TRANSITIONS",
+    "Action",
+    "IgnoreReason",
+    "StreamAction",
+    "StreamPhase",
+    "reduce",
+]

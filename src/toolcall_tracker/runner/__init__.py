@@ -56,6 +56,47 @@ thread is abandoned to finish on its own (its result is discarded; it keeps its 
 it really ends, and ``RunControl.state`` reports it ``abandoned``; ``run`` never waits for
 it; run in a daemon thread, it never keeps the interpreter alive). The runner keeps
 per-call state only until the call finishes (or its abandoned tool stops).
+
+Module map
+----------
+The package is four groups of modules; every module but this one is private.
+
+*The turn engine*: one :meth:`ToolRunner.run`, a turn's calls driven through one table.
+
+- ``_table.py``: the per-call lifecycle: every state, every event, one table;
+- ``_turn.py``: ``Turn``, one run: the table driven from the tracker's state and feed;
+- ``_calls.py``: the turn's call table (a ``RunnerCallTable`` of ``RunnerCall`` records);
+- ``_admit.py``: admission, the ``validating`` state's work (tool, arguments, approval need);
+- ``_slots.py``: the run queue of a turn, and the runner-wide capacity it draws from;
+- ``_start.py``: the task that runs a call's tool, from its slot to its recorded outcome;
+- ``_invoke.py``: calling one tool and containing whatever it does;
+- ``_threads.py``: sync tools in daemon threads, counted by the runner;
+- ``_progress.py``: progress from async-generator tools (``ProgressUpdate``);
+- ``_outcomes.py``: the failure values a turn writes, and the one way it writes an outcome;
+- ``_otel.py``: OpenTelemetry spans of the runner's calls (imported only with ``opentelemetry``).
+
+*Approvals and control*: what a human or the application decides while a turn runs, and
+the settings it runs under.
+
+- ``_control.py``: ``RunControl``, the per-run handle (approvals, cancellation, progress);
+- ``_ports.py``: the two sides of a run and its control (``TurnPort``, ``Link``);
+- ``_feeds.py``: what a run publishes to its control's iterators (progress, requests);
+- ``_approval.py``: a turn's approval desk, the requests of the calls awaiting a decision;
+- ``_pending.py``: approvals across requests: the signed pending state, decisions, signing;
+- ``_policy.py``: ``RunnerSettings``, and the ``RunPolicy`` every turn of a runner reads.
+
+*The durable seam*: a turn resumed in a later request, and the store that keeps any call
+from running twice.
+
+- ``_guard.py``: ``StartGuard``, the seam between the start step and an outcome store;
+- ``_store.py``: the outcome store (``OutcomeStore``, claims, fences, the in-memory store);
+- ``_resume.py``: ``ToolRunner.resume``, a turn's decided calls replayed (``StoreGuard``).
+
+*The entry points*: what an application calls.
+
+- this module: ``ToolRunner`` and ``run_tools``;
+- ``_run_turn.py``: ``run_turn``, a turn's stream consumed and its tools run together;
+- ``_loop.py``: ``ToolLoop``, the multi-step loop (stream, run the tools, feed back, repeat).
 """
 
 from __future__ import annotations
