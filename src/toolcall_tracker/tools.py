@@ -492,6 +492,9 @@ def tool(
 ) -> Tool[_P, _R] | Callable[[Callable[_P, _R]], Tool[_P, _R]]:
     """Declare a tool and its options; usable as ``tool(fn, ...)``, ``@tool`` or ``@tool(...)``.
 
+    The options are the fields of :class:`ToolSettings` (the tool's ``settings``), checked
+    there: the same errors as ``Tool(...)`` and :meth:`Tool.with_options`.
+
     Args:
         function: the function (omit it to get a decorator).
         name: the tool's name (default: the function's ``__name__``).
