@@ -9,8 +9,9 @@ per-parameter descriptions from a Google-style ``Args:`` section (or ``:param na
 From that signature :class:`Tool` builds, once, a pydantic model that validates a call's
 arguments and gives the JSON Schema the providers need.
 
-:func:`tool` wraps a function to set options (name, description, eager, timeout,
-needs_approval, max_concurrency, sequential); the
+:func:`tool` wraps a function to set its options (name, description, eager, timeout,
+needs_approval, max_concurrency, sequential, idempotent: the fields of
+:class:`ToolSettings`, the one frozen value that holds and checks them); the
 functions ``openai_chat_tools``, ``openai_responses_tools``, ``anthropic_tools``,
 ``gemini_tools``, ``bedrock_tools`` (Bedrock Converse) and ``cohere_tools`` (Cohere v2)
 render one list of tools in each provider's request format::
@@ -45,6 +46,7 @@ import copy
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeAlias, TypeVar, overload
 
 from pydantic import BaseModel
@@ -65,6 +67,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolRetry",
+    "ToolSettings",
     "ToolsInput",
     "anthropic_tools",
     "bedrock_tools",
@@ -84,11 +87,100 @@ It is asked only for calls whose arguments fit the signature."""
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+_ToolT = TypeVar("_ToolT", bound="Tool[Any, Any]")
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 """A tool name every provider accepts (checked with ``fullmatch``): OpenAI and Anthropic
 take ``[a-zA-Z0-9_-]{1,64}``, Gemini also wants a letter or ``_`` first (it would take dots
 and colons too, but the others would not)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolSettings:
+    """A tool's settings, as one frozen value (``tool.settings``), checked here, once.
+
+    Its fields are the keyword arguments of :func:`tool`, :class:`Tool` and
+    :meth:`Tool.with_options` (and of :class:`~toolcall_tracker.mcp.McpTool`), and each is
+    a read-only attribute of the tool too (``tool.timeout``). A tool holds its settings
+    resolved: ``name`` and ``description`` are the ones the model sees, whatever their
+    default came from. Change them with ``tool(t, timeout=5)`` or ``t.with_options(...)``,
+    which give a new tool and leave this one as it is.
+
+    ``sequential`` and ``max_concurrency`` are one setting, the tool's own cap: a
+    sequential tool has ``max_concurrency == 1`` and a tool capped at 1 is sequential (the
+    value is normalised so, and ``True``-ish ``sequential`` and ``idempotent`` become
+    ``True``).
+
+    Raises:
+        ValueError: ``name`` is not a valid tool name, ``timeout`` is not positive,
+            ``max_concurrency`` is not a positive int, or it contradicts ``sequential``.
+        TypeError: ``needs_approval`` is neither a bool nor a callable.
+    """
+
+    name: str
+    """The name the model calls the tool by: 1 to 64 ASCII letters, digits, ``_`` or
+    ``-``, starting with a letter or ``_`` (what OpenAI, Anthropic and Gemini all accept).
+    Given none, a tool takes its function's ``__name__``."""
+
+    description: str = ""
+    """What the tool does, for the model (may be empty). Given none, a tool takes its
+    docstring's text before the first section (``Args:``, ``Returns:``...)."""
+
+    eager: bool | None = None
+    """``True`` to run the tool the moment its call is ready (for a read-only or
+    idempotent tool), ``False`` to wait until the turn is known to have ended normally
+    (gated), ``None`` for the runner's default (gated unless the runner says)."""
+
+    timeout: float | None = None
+    """Seconds each call of this tool may run (``None``: the runner's ``call_timeout``)."""
+
+    needs_approval: NeedsApproval = False
+    """``True`` if a human must approve every call before the tool runs, or a function of
+    the :class:`~toolcall_tracker.ToolCall` (sync or async) returning whether this call
+    must be (see the docs' "Human approval")."""
+
+    max_concurrency: int | None = None
+    """At most this many calls of this tool run at once per turn, next to the runner's own
+    cap (``None``: only the runner's); waiting calls keep their ready order."""
+
+    sequential: bool = False
+    """Whether this tool's calls run one at a time, in ready order (the same as
+    ``max_concurrency=1``)."""
+
+    idempotent: bool = False
+    """``True`` if running a call twice does no harm: a durable turn may then run a call
+    again whose earlier run is "in doubt" (claimed, never recorded)."""
+
+    def __post_init__(self) -> None:
+        name, cap = self.name, self.max_concurrency
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ValueError(
+                f"invalid tool name {name!r}: use 1 to 64 ASCII letters, digits, '_' or "
+                "'-', starting with a letter or '_' (what OpenAI, Anthropic and Gemini all "
+                "accept; pass name=... for lambdas and callables without a usable __name__)"
+            )
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(
+                f"timeout must be a positive number of seconds, not {self.timeout!r} "
+                "(None: the runner's call_timeout)"
+            )
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ValueError(
+                f"max_concurrency must be a positive int, not {cap!r} (None: only the runner's cap)"
+            )
+        if self.sequential and cap not in (None, 1):
+            raise ValueError(
+                f"sequential=True runs one call at a time, not max_concurrency={cap}: "
+                "pass one of the two"
+            )
+        if not isinstance(self.needs_approval, bool) and not callable(self.needs_approval):
+            raise TypeError(
+                f"needs_approval must be a bool or a callable, not {self.needs_approval!r}"
+            )
+        sequential = bool(self.sequential) or cap == 1
+        object.__setattr__(self, "sequential", sequential)
+        object.__setattr__(self, "max_concurrency", 1 if sequential else cap)
+        object.__setattr__(self, "idempotent", bool(self.idempotent))
 
 
 class Tool(Generic[_P, _R]):
@@ -98,48 +190,38 @@ class Tool(Generic[_P, _R]):
     built once, here. A ``Tool`` is callable like the function it wraps, so decorating a
     function with ``@tool`` does not change how your own code calls it.
 
+    Each option is a field of :class:`ToolSettings` (``tool.settings``, one frozen value),
+    which describes it in full and checks it; each is a read-only attribute here too.
+
     Args:
         function: the tool, a sync or async callable.
-        name: the name the model calls it by (default: ``function.__name__``): 1 to 64
-            ASCII letters, digits, ``_`` or ``-``, starting with a letter or ``_`` (what
-            OpenAI, Anthropic and Gemini all accept).
+        name: the name the model calls it by (default: ``function.__name__``).
         description: what the tool does, for the model (default: from the docstring).
-        eager: ``True`` to run the tool the moment its call is ready, ``False`` to wait
-            until the turn is known to have ended normally, ``None`` (default) to use the
-            runner's default (gated).
+        eager: ``True`` eager, ``False`` gated, ``None`` (default) the runner's default.
         timeout: seconds this tool may run per call (default: the runner's ``call_timeout``).
-        needs_approval: ``True`` if every call must be approved by a human before the tool
-            runs, or a function of the :class:`~toolcall_tracker.ToolCall` (sync or async)
-            returning whether this call must be (see the docs' "Human approval").
-        max_concurrency: at most this many calls of this tool run at once in a turn
-            (``None``: only the runner's cap). Waiting calls keep their ready order.
-        sequential: run this tool's calls one at a time, in ready order (the same as
-            ``max_concurrency=1``).
-        idempotent: ``True`` if running a call twice does no harm: a durable turn may then
-            run a call again whose earlier run is "in doubt" (claimed, never recorded).
+        needs_approval: ``True``, ``False`` (default), or a function of the call deciding
+            per call whether a human must approve it.
+        max_concurrency: at most this many calls of this tool at once per turn.
+        sequential: run this tool's calls one at a time (``max_concurrency=1``).
+        idempotent: ``True`` if a call whose earlier run is in doubt may run again.
 
     Raises:
         ValueError: the name is not a valid tool name, ``timeout`` is not positive,
             ``max_concurrency`` is not a positive int, or it contradicts ``sequential``.
-        TypeError: the signature cannot be turned into an argument model.
+        TypeError: ``function`` is already a ``Tool``, ``needs_approval`` is neither a bool
+            nor a callable, or the signature cannot be turned into an argument model.
     """
 
     __slots__ = (
         "_arguments",
         "_context",
-        "_description",
-        "_eager",
         "_fields",
         "_function",
-        "_idempotent",
         "_is_async",
         "_is_generator",
-        "_max_concurrency",
-        "_name",
-        "_needs_approval",
         "_positional",
         "_schema",
-        "_timeout",
+        "_settings",
         "_var_keyword",
     )
 
@@ -158,29 +240,40 @@ class Tool(Generic[_P, _R]):
     ) -> None:
         if isinstance(function, Tool):
             raise TypeError("function is already a Tool; use tool(existing, ...) to change it")
-        tool_name = name if name is not None else getattr(function, "__name__", None)
-        if not isinstance(tool_name, str) or not _NAME.fullmatch(tool_name):
-            raise ValueError(
-                f"invalid tool name {tool_name!r}: use 1 to 64 ASCII letters, digits, '_' or "
-                "'-', starting with a letter or '_' (what OpenAI, Anthropic and Gemini all "
-                "accept; pass name=... for lambdas and callables without a usable __name__)"
-            )
-        _check_options(timeout, needs_approval, max_concurrency, sequential)
         summary, param_docs = _parse_docstring(inspect.getdoc(function))
+        # Any: a callable's __name__ may be missing or not a str; ToolSettings says so.
+        tool_name: Any = getattr(function, "__name__", None) if name is None else name
+        settings = ToolSettings(
+            name=tool_name,
+            description=summary if description is None else description,
+            eager=eager,
+            timeout=timeout,
+            needs_approval=needs_approval,
+            max_concurrency=max_concurrency,
+            sequential=sequential,
+            idempotent=idempotent,
+        )
+        self._build(function, settings, param_docs)
+
+    def _build(
+        self,
+        function: Callable[_P, _R],
+        settings: ToolSettings,
+        param_docs: Mapping[str, str] | None = None,
+    ) -> None:
+        """Set everything up from the function and its (checked) settings (``param_docs``:
+        the docstring's per-parameter descriptions, read here if not given)."""
+        if param_docs is None:
+            param_docs = _parse_docstring(inspect.getdoc(function))[1]
         self._function = function
-        self._name = tool_name
-        self._description = summary if description is None else description
-        self._eager = eager
-        self._idempotent = bool(idempotent)
-        self._timeout = timeout
-        self._needs_approval = needs_approval
-        self._max_concurrency = 1 if sequential else max_concurrency
+        self._settings = settings
         self._is_generator = inspect.isasyncgenfunction(function) or inspect.isasyncgenfunction(
             getattr(function, "__call__", None)  # noqa: B004 (an object with an async-gen __call__)
         )
         self._is_async = self._is_generator or _is_async_callable(function)
+        # The model is named after the tool ("<name>_arguments"): built again per name.
         model, parameters, positional, var_keyword, context = _build_arguments(
-            function, tool_name, param_docs
+            function, settings.name, param_docs
         )
         self._context = context
         self._arguments = model
@@ -189,7 +282,22 @@ class Tool(Generic[_P, _R]):
         self._var_keyword = var_keyword
         self._schema = _json_schema(model)
 
+    def _with_settings(self: _ToolT, settings: ToolSettings) -> _ToolT:
+        """A copy of this tool with other settings (what :meth:`with_options` returns).
+
+        A subclass whose parts depend on the settings (``McpTool``'s target is named after
+        the tool) overrides this; its other attributes are copied as they are.
+        """
+        new = copy.copy(self)
+        new._build(self._function, settings)
+        return new
+
     # -- read-only attributes -----------------------------------------------------------
+
+    @property
+    def settings(self) -> ToolSettings:
+        """The tool's settings, one frozen value (each field is an attribute here too)."""
+        return self._settings
 
     @property
     def function(self) -> Callable[_P, _R]:
@@ -199,32 +307,32 @@ class Tool(Generic[_P, _R]):
     @property
     def name(self) -> str:
         """The tool's name, as the model calls it."""
-        return self._name
+        return self._settings.name
 
     @property
     def description(self) -> str:
         """What the tool does, for the model (may be empty)."""
-        return self._description
+        return self._settings.description
 
     @property
     def eager(self) -> bool | None:
         """``True`` eager, ``False`` gated, ``None`` the runner's default."""
-        return self._eager
+        return self._settings.eager
 
     @property
     def idempotent(self) -> bool:
         """Whether a call of this tool may run again when an earlier run is in doubt."""
-        return self._idempotent
+        return self._settings.idempotent
 
     @property
     def timeout(self) -> float | None:
         """Seconds the tool may run per call, or ``None`` for the runner's default."""
-        return self._timeout
+        return self._settings.timeout
 
     @property
     def needs_approval(self) -> NeedsApproval:
         """``True``/``False``, or the function deciding per call whether a human must approve."""
-        return self._needs_approval
+        return self._settings.needs_approval
 
     @property
     def is_async(self) -> bool:
@@ -235,12 +343,12 @@ class Tool(Generic[_P, _R]):
     def max_concurrency(self) -> int | None:
         """At most this many calls of this tool run at once per turn (``1`` for a
         ``sequential`` tool; ``None``: only the runner's cap)."""
-        return self._max_concurrency
+        return self._settings.max_concurrency
 
     @property
     def sequential(self) -> bool:
         """Whether this tool's calls run one at a time."""
-        return self._max_concurrency == 1
+        return self._settings.sequential
 
     @property
     def is_generator(self) -> bool:
@@ -293,7 +401,7 @@ class Tool(Generic[_P, _R]):
         return tuple(args), kwargs
 
     def with_options(
-        self,
+        self: _ToolT,
         *,
         name: str | None = None,
         description: str | None = None,
@@ -303,31 +411,40 @@ class Tool(Generic[_P, _R]):
         max_concurrency: int | None = None,
         sequential: bool | None = None,
         idempotent: bool | None = None,
-    ) -> Tool[_P, _R]:
-        """A copy of this tool with the given options changed (``None`` keeps the current)."""
-        cap = self._max_concurrency if max_concurrency is None else max_concurrency
-        if sequential is not None:  # True: one at a time; False: only max_concurrency's cap
-            cap = 1 if sequential else max_concurrency
-        return Tool(
-            self._function,
-            name=self._name if name is None else name,
-            description=self._description if description is None else description,
-            eager=self._eager if eager is None else eager,
-            timeout=self._timeout if timeout is None else timeout,
-            needs_approval=self._needs_approval if needs_approval is None else needs_approval,
-            max_concurrency=cap,
-            idempotent=self._idempotent if idempotent is None else idempotent,
-        )
+    ) -> _ToolT:
+        """A copy of this tool with the given options changed (``None`` keeps the current).
+
+        ``sequential`` and ``max_concurrency`` are one setting (the tool's cap): given
+        either, the other takes its default, so ``sequential=False`` lifts a sequential
+        tool's cap, ``max_concurrency=3`` makes a sequential tool take 3 at once, and
+        giving ``sequential=True`` with ``max_concurrency=3`` is the same error as for
+        :func:`tool`. The copy is of the same class (an ``McpTool`` stays one).
+        """
+        given = {
+            "name": name,
+            "description": description,
+            "eager": eager,
+            "timeout": timeout,
+            "needs_approval": needs_approval,
+            "idempotent": idempotent,
+        }
+        changes: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+        if sequential is not None or max_concurrency is not None:
+            changes.update(sequential=bool(sequential), max_concurrency=max_concurrency)
+        return self._with_settings(replace(self._settings, **changes))
 
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         """Call the wrapped function directly (no validation)."""
         return self._function(*args, **kwargs)
 
     def __repr__(self) -> str:
-        mode = {True: "eager", False: "gated", None: "default"}[self._eager]
+        settings = self._settings
+        mode = {True: "eager", False: "gated", None: "default"}[settings.eager]
         kind = "async generator" if self._is_generator else "async" if self._is_async else "sync"
-        cap = "" if self._max_concurrency is None else f", max {self._max_concurrency} at once"
-        return f"<Tool {self._name!r} ({kind}, {mode}{cap})>"
+        cap = (
+            "" if settings.max_concurrency is None else f", max {settings.max_concurrency} at once"
+        )
+        return f"<Tool {settings.name!r} ({kind}, {mode}{cap})>"
 
 
 ToolsInput: TypeAlias = (
@@ -382,6 +499,9 @@ def tool(
 ) -> Tool[_P, _R] | Callable[[Callable[_P, _R]], Tool[_P, _R]]:
     """Declare a tool and its options; usable as ``tool(fn, ...)``, ``@tool`` or ``@tool(...)``.
 
+    The options are the fields of :class:`ToolSettings` (the tool's ``settings``), checked
+    there: the same errors as ``Tool(...)`` and :meth:`Tool.with_options`.
+
     Args:
         function: the function (omit it to get a decorator).
         name: the tool's name (default: the function's ``__name__``).
@@ -406,47 +526,27 @@ def tool(
         with the options changed.
     """
 
+    options: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "eager": eager,
+        "timeout": timeout,
+        "needs_approval": needs_approval,
+        "max_concurrency": max_concurrency,
+        "sequential": sequential,
+        "idempotent": idempotent,
+    }
+
     def make(fn: Callable[_P, _R]) -> Tool[_P, _R]:
         if isinstance(fn, Tool):
             existing: Tool[_P, _R] = fn
-            return existing.with_options(
-                name=name,
-                description=description,
-                eager=eager,
-                timeout=timeout,
-                needs_approval=needs_approval,
-                max_concurrency=max_concurrency,
-                sequential=sequential,
-                idempotent=idempotent,
-            )
-        return Tool(
-            fn,
-            name=name,
-            description=description,
-            eager=eager,
-            timeout=timeout,
-            needs_approval=False if needs_approval is None else needs_approval,
-            max_concurrency=max_concurrency,
-            sequential=bool(sequential),
-            idempotent=bool(idempotent),
-        )
+            return existing.with_options(**options)
+        # None is "the default" for every option: Tool's own.
+        return Tool(fn, **{key: value for key, value in options.items() if value is not None})
 
     if function is None:
         return make
     return make(function)
-
-
-def _check_options(
-    timeout: float | None, needs_approval: object, cap: int | None, sequential: bool
-) -> None:
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-        raise ValueError(f"max_concurrency must be a positive int, not {cap!r}")
-    if sequential and cap not in (None, 1):
-        raise ValueError(f"sequential=True runs one call at a time, not max_concurrency={cap}")
-    if not isinstance(needs_approval, bool) and not callable(needs_approval):
-        raise TypeError(f"needs_approval must be a bool or a callable, not {needs_approval!r}")
 
 
 def tools_by_name(tools: ToolsInput) -> dict[str, Tool[..., Any]]:

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._jsonout import _jsonable
-from ..tools import NeedsApproval, Tool
+from ..tools import NeedsApproval, Tool, ToolSettings
 from . import _call, _names, _schema
 
 if TYPE_CHECKING:
@@ -21,7 +21,9 @@ class McpTool(Tool[[dict[str, Any]], AsyncIterator[Any]]):
     Its ``parameters`` are the server's input schema (so every provider's tool definitions
     carry it), its arguments are checked against that schema, and a call is a
     ``tools/call`` request on the application's session (see :mod:`toolcall_tracker.mcp`).
-    Options change as for any :class:`~toolcall_tracker.Tool`: ``tool(t, eager=True)``.
+    Options change as for any :class:`~toolcall_tracker.Tool`: ``tool(t, eager=True)`` or
+    ``t.with_options(...)`` give another ``McpTool`` (a new ``name`` is the one the model
+    calls it by; the server's, ``mcp_name``, stays); its settings are ``t.settings``.
     Its ``arguments_model`` is that of the call's function (one ``arguments`` object); the
     check that counts is :meth:`bind`'s, against the server's schema.
     """
@@ -86,42 +88,14 @@ class McpTool(Tool[[dict[str, Any]], AsyncIterator[Any]]):
         _schema.check(self._validator, arguments, self.name)
         return (copy.deepcopy(arguments),), {}
 
-    def with_options(
-        self,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        eager: bool | None = None,
-        timeout: float | None = None,
-        needs_approval: NeedsApproval | None = None,
-        max_concurrency: int | None = None,
-        sequential: bool | None = None,
-        idempotent: bool | None = None,
-    ) -> McpTool:
-        """A copy with the given options changed (``None`` keeps the current); a new
-        ``name`` is the name the model calls it by (the server's stays)."""
-        plain = super().with_options(  # every option resolved as for any tool
-            name=name,
-            description=description,
-            eager=eager,
-            timeout=timeout,
-            needs_approval=needs_approval,
-            max_concurrency=max_concurrency,
-            sequential=sequential,
-            idempotent=idempotent,
-        )
+    def _with_settings(self, settings: ToolSettings) -> McpTool:
+        """A copy with other settings: a new ``name`` is the name the model calls it by
+        (the server's stays), so the copy's target and call function carry it."""
+        new = copy.copy(self)
         target = self._target
-        target = _call.Target(target.session, target.server, target.mcp_name, plain.name)
-        return McpTool(
-            target,
-            self._input_schema,
-            plain.description,
-            eager=plain.eager,
-            timeout=plain.timeout,
-            needs_approval=plain.needs_approval,
-            max_concurrency=plain.max_concurrency,
-            idempotent=plain.idempotent,
-        )
+        new._target = _call.Target(target.session, target.server, target.mcp_name, settings.name)
+        new._build(functools.partial(_call.call, new._target), settings)
+        return new
 
     def __repr__(self) -> str:
         return f"<McpTool {self.name!r} ({self.mcp_name!r} on {self.server!r})>"
