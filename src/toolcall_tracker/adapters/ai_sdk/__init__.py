@@ -32,13 +32,13 @@ _PREFIXES = (
 _TYPES = frozenset({"finish", "abort", "file", "message-metadata"})
 
 
-def recognise(item: Any) -> bool:
+def _recognise(item: Any) -> bool:
     """A part whose ``type`` is one of the UI message stream's."""
     kind = item_field(item, "type")
     return isinstance(kind, str) and (kind.startswith(_PREFIXES) or kind in _TYPES)
 
 
-def text_of(item: Any) -> str | None:
+def _text_of(item: Any) -> str | None:
     """The ``delta`` of a ``text-delta`` part."""
     if item_field(item, "type") != "text-delta":
         return None
@@ -49,10 +49,10 @@ UI = Provider(
     format="ai-sdk",
     title="AI SDK UI message stream parts",
     one="an AI SDK UI message stream part",
-    recognise=recognise,
-    understands=or_type(recognise, "start", "error"),  # names the protocol events share
+    recognise=_recognise,
+    understands=or_type(_recognise, "start", "error"),  # names the protocol events share
     adapter=".adapters.ai_sdk._adapter:AISDKAdapter",
-    text_of=text_of,
+    text_of=_text_of,
     rank=50,
 )
 

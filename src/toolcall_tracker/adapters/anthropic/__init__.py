@@ -25,11 +25,11 @@ _TYPES = frozenset(
 )
 
 
-recognise = type_in(_TYPES)
+_recognise = type_in(_TYPES)
 """An event of one of the Messages stream's ``type`` names."""
 
 
-def text_of(item: Any) -> str | None:
+def _text_of(item: Any) -> str | None:
     """The ``text`` of a ``content_block_delta`` whose delta is a ``text_delta``."""
     if item_field(item, "type") != "content_block_delta":
         return None
@@ -44,13 +44,13 @@ PROVIDERS: Final = (
         format="anthropic",
         title="Anthropic events",
         one="an Anthropic event",
-        recognise=recognise,
-        understands=or_type(recognise, "error"),  # an error event says nothing of the format
+        recognise=_recognise,
+        understands=or_type(_recognise, "error"),  # an error event says nothing of the format
         adapter=".adapters.anthropic._adapter:AnthropicAdapter",
         tools=".adapters.anthropic._request:anthropic_tools",
         messages=".adapters.anthropic._request:anthropic_messages",
         extra="anthropic",
-        text_of=text_of,
+        text_of=_text_of,
         rank=30,
     ),
 )

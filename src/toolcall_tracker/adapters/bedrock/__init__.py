@@ -21,11 +21,11 @@ _KEYS = (
 )
 
 
-recognise = any_field(_KEYS)
+_recognise = any_field(_KEYS)
 """An event dict keyed by its event type (``contentBlockDelta``...)."""
 
 
-def text_of(item: Any) -> str | None:
+def _text_of(item: Any) -> str | None:
     """The ``text`` of a ``contentBlockDelta`` event's delta."""
     delta = item_field(item_field(item, "contentBlockDelta"), "delta")
     return text_field(item_field(delta, "text"))
@@ -36,12 +36,12 @@ PROVIDERS: Final = (
         format="bedrock",
         title="Bedrock Converse events",
         one="a Bedrock Converse event",
-        recognise=recognise,
+        recognise=_recognise,
         adapter=".adapters.bedrock._adapter:BedrockConverseAdapter",
         tools=".adapters.bedrock._request:bedrock_tools",
         messages=".adapters.bedrock._request:bedrock_messages",
         extra="bedrock",
-        text_of=text_of,
+        text_of=_text_of,
         rank=60,
     ),
 )

@@ -29,11 +29,11 @@ _TYPES = frozenset(
 )
 
 
-recognise = type_in(_TYPES)
+_recognise = type_in(_TYPES)
 """An event of one of the v2 chat stream's ``type`` names."""
 
 
-def text_of(item: Any) -> str | None:
+def _text_of(item: Any) -> str | None:
     """The ``delta.message.content.text`` of a ``content-delta`` event."""
     if item_field(item, "type") != "content-delta":
         return None
@@ -46,12 +46,12 @@ PROVIDERS: Final = (
         format="cohere",
         title="Cohere v2 events",
         one="a Cohere v2 event",
-        recognise=recognise,
+        recognise=_recognise,
         adapter=".adapters.cohere._adapter:CohereAdapter",
         tools=".adapters.cohere._request:cohere_tools",
         messages=".adapters.cohere._request:cohere_messages",
         extra="cohere",
-        text_of=text_of,
+        text_of=_text_of,
         rank=70,
     ),
 )

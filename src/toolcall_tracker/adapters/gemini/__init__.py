@@ -15,16 +15,16 @@ from ..._registry import Provider, any_field, first, has_field, item_field, lazy
 _KEYS = ("candidates", "promptFeedback", "prompt_feedback", "usageMetadata", "usage_metadata")
 
 
-recognise = any_field(_KEYS)
+_recognise = any_field(_KEYS)
 """A response chunk: ``candidates``, prompt feedback or usage metadata."""
 
 
-def understands(item: Any) -> bool:
+def _understands(item: Any) -> bool:
     """Its chunks, and an ``{"error": ...}`` body."""
-    return recognise(item) or has_field(item, "error")
+    return _recognise(item) or has_field(item, "error")
 
 
-def text_of(item: Any) -> str | None:
+def _text_of(item: Any) -> str | None:
     """The first candidate's text parts, joined (thought summaries left out)."""
     parts = item_field(item_field(first(item_field(item, "candidates")), "content"), "parts")
     if not isinstance(parts, list):
@@ -38,13 +38,13 @@ PROVIDERS: Final = (
         format="gemini",
         title="Gemini response chunks",
         one="a Gemini response chunk",
-        recognise=recognise,
-        understands=understands,
+        recognise=_recognise,
+        understands=_understands,
         adapter=".adapters.gemini._adapter:GeminiAdapter",
         tools=".adapters.gemini._request:gemini_tools",
         messages=".adapters.gemini._request:gemini_contents",
         extra="gemini",
-        text_of=text_of,
+        text_of=_text_of,
         rank=40,
     ),
 )

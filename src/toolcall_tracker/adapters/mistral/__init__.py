@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from ..._registry import Provider, has_field, item_field, lazy_names
-from ..openai import chat_text as _chunk_text
+from ..openai import chunk_text
 
 
-def recognise(item: Any) -> bool:
+def _recognise(item: Any) -> bool:
     """A wrapper whose only field ``data`` is a chunk (a ``choices`` list)."""
     data = item_field(item, "data")
     if data is None or has_field(item, "choices"):
@@ -24,10 +24,10 @@ def recognise(item: Any) -> bool:
     return isinstance(item_field(data, "choices"), list)
 
 
-def text_of(item: Any) -> str | None:
+def _text_of(item: Any) -> str | None:
     """The text of the wrapped chunk (``data``), or of a bare Chat Completions chunk."""
     data = item_field(item, "data")
-    return _chunk_text(item if data is None else data)
+    return chunk_text(item if data is None else data)
 
 
 PROVIDERS: Final = (
@@ -35,13 +35,13 @@ PROVIDERS: Final = (
         format="mistral",
         title="Mistral completion events",
         one="a Mistral completion event",
-        recognise=recognise,
+        recognise=_recognise,
         adapter=".adapters.mistral._adapter:MistralAdapter",
         accepts=("openai-chat",),
         tools=".adapters.openai._request:openai_chat_tools",
         messages=".adapters.openai._request:openai_chat_messages",
         extra="mistral",
-        text_of=text_of,
+        text_of=_text_of,
         rank=90,
     ),
 )

@@ -11,21 +11,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from ..._registry import Provider, has_field, item_field, lazy_names, text_field
-from ..openai import chat_text as _chunk_text
+from ..openai import chunk_text
 
 
-def recognise(item: Any) -> bool:
+def _recognise(item: Any) -> bool:
     """A line with a boolean ``done`` and a ``created_at`` or a ``message``."""
     return isinstance(item_field(item, "done"), bool) and (
         has_field(item, "created_at") or has_field(item, "message")
     )
 
 
-def text_of(item: Any) -> str | None:
+def _text_of(item: Any) -> str | None:
     """A native line's ``message.content``, or a ``/v1`` chunk's text."""
     message = item_field(item, "message")
     if message is None:
-        return _chunk_text(item)
+        return chunk_text(item)
     return text_field(item_field(message, "content"))
 
 
@@ -34,13 +34,13 @@ PROVIDERS: Final = (
         format="ollama",
         title="Ollama chat lines",
         one="an Ollama chat line",
-        recognise=recognise,
+        recognise=_recognise,
         adapter=".adapters.ollama._adapter:OllamaAdapter",
         accepts=("openai-chat",),
         tools=".adapters.openai._request:openai_chat_tools",
         messages=".adapters.ollama._request:ollama_messages",
         extra="ollama",
-        text_of=text_of,
+        text_of=_text_of,
         rank=80,
     ),
 )

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..._registry import Provider, first, item_field, lazy_names, or_type, text_field
 
 
-def chat_recognise(item: Any) -> bool:
+def _chat_recognise(item: Any) -> bool:
     """A chunk: a ``choices`` list, or ``object: "chat.completion.chunk"``."""
     return (
         isinstance(item_field(item, "choices"), list)
@@ -40,8 +40,9 @@ def chat_recognise(item: Any) -> bool:
     )
 
 
-def chat_text(item: Any) -> str | None:
-    """The first choice's ``delta.content``."""
+def chunk_text(item: Any) -> str | None:
+    """The model's text in one Chat Completions chunk: its first choice's ``delta.content``
+    (``None`` when it carries none); a mapping or an SDK object. Never raises."""
     delta = item_field(first(item_field(item, "choices")), "delta")
     return text_field(item_field(delta, "content"))
 
@@ -50,24 +51,24 @@ CHAT = Provider(
     format="openai-chat",
     title="OpenAI Chat Completions chunks",
     one="an OpenAI Chat Completions chunk",
-    recognise=chat_recognise,
-    understands=or_type(chat_recognise, "chunk"),  # the SDK's .stream() helper: ChunkEvent
+    recognise=_chat_recognise,
+    understands=or_type(_chat_recognise, "chunk"),  # the SDK's .stream() helper: ChunkEvent
     adapter=".adapters.openai._chat:OpenAIChatAdapter",
     tools=".adapters.openai._request:openai_chat_tools",
     messages=".adapters.openai._request:openai_chat_messages",
     extra="openai",
-    text_of=chat_text,
+    text_of=chunk_text,
     rank=10,
 )
 
 
-def responses_recognise(item: Any) -> bool:
+def _responses_recognise(item: Any) -> bool:
     """An event whose ``type`` starts with ``response.``."""
     kind = item_field(item, "type")
     return isinstance(kind, str) and kind.startswith("response.")
 
 
-def responses_text(item: Any) -> str | None:
+def _responses_text(item: Any) -> str | None:
     """The ``delta`` of a ``response.output_text.delta`` event."""
     if item_field(item, "type") != "response.output_text.delta":
         return None
@@ -78,13 +79,13 @@ RESPONSES = Provider(
     format="openai-responses",
     title="OpenAI Responses events",
     one="an OpenAI Responses event",
-    recognise=responses_recognise,
-    understands=or_type(responses_recognise, "error"),  # an error event says nothing of the format
+    recognise=_responses_recognise,
+    understands=or_type(_responses_recognise, "error"),  # an error event says nothing of the format
     adapter=".adapters.openai._responses:OpenAIResponsesAdapter",
     tools=".adapters.openai._request:openai_responses_tools",
     messages=".adapters.openai._request:openai_responses_items",
     extra="openai",
-    text_of=responses_text,
+    text_of=_responses_text,
     rank=20,
 )
 
@@ -104,6 +105,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "chunk_text",
     "OpenAIArgumentsMismatch",
     "OpenAICallFailure",
     "OpenAIChatAdapter",
