@@ -273,7 +273,7 @@ def _adapter_ref(fmt: str) -> tuple[str, str]:
     ref = get_provider(fmt).adapter
     assert ref is not None, f"{fmt} has no adapter"
     module, _, cls_name = ref.partition(":")
-    return module.rpartition(".")[2], cls_name
+    return module.partition(".adapters.")[2], cls_name  # "anthropic._adapter": its home
 
 
 def _adapter_run(module: str, cls_name: str) -> tuple[RunFn | None, str]:
