@@ -9,7 +9,7 @@ renderer is given.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..._feedback_common import (
     TextRenderer,
@@ -22,11 +22,6 @@ from ..._feedback_common import (
 from ..._jsonout import _escape_surrogates, _plain_text
 from ...calls import ToolCall
 from ...tools import ToolsInput, tools_by_name
-
-if TYPE_CHECKING:
-    # The SDKs' own request types, for type checkers only: nothing of an SDK is imported at
-    # run time, and a program without the SDK sees them as ``Any``.
-    pass
 
 __all__ = ["cohere_messages", "cohere_tools"]
 

@@ -7,7 +7,7 @@ and :mod:`toolcall_tracker.feedback`, whose docstring states the rules they foll
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..._feedback_common import (
     _finished,
@@ -17,11 +17,6 @@ from ..._feedback_common import (
 from ..._jsonout import _jsonable, _plain_text
 from ...calls import Status, ToolCall
 from ...tools import ToolsInput, tools_by_name
-
-if TYPE_CHECKING:
-    # The SDKs' own request types, for type checkers only: nothing of an SDK is imported at
-    # run time, and a program without the SDK sees them as ``Any``.
-    pass
 
 __all__ = ["gemini_contents", "gemini_tools"]
 

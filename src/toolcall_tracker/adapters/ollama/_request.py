@@ -7,7 +7,7 @@ states the rules it follows. Ollama's tool definitions are the Chat Completions 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..._feedback_common import (
     TextRenderer,
@@ -19,11 +19,6 @@ from ..._feedback_common import (
 )
 from ..._jsonout import _plain_text
 from ...calls import ToolCall
-
-if TYPE_CHECKING:
-    # The SDKs' own request types, for type checkers only: nothing of an SDK is imported at
-    # run time, and a program without the SDK sees them as ``Any``.
-    pass
 
 __all__ = ["ollama_messages"]
 
